@@ -1,0 +1,46 @@
+"""The user's message and the queue it lands on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Message:
+    """A message to publish.
+
+    ``keys`` are business keys for lookup (sent space-joined in ``KEYS``); ``tags`` is
+    one tag for server-side filtering; ``properties`` are user properties (names must
+    not be RocketMQ's reserved ones). ``delay_level`` (1-18) asks for delayed delivery.
+    ``wait_store_msg_ok`` is RocketMQ's ``WAIT`` property (sync store acknowledgement).
+    """
+
+    topic: str
+    body: bytes
+    tags: str | None = None
+    keys: str | Iterable[str] | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    delay_level: int | None = None
+    wait_store_msg_ok: bool = True
+    flag: int = 0
+
+    @property
+    def key_list(self) -> list[str]:
+        if self.keys is None:
+            return []
+        if isinstance(self.keys, str):
+            return [self.keys]
+        return list(self.keys)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageQueue:
+    """One write queue: a topic's queue ``queue_id`` on broker ``broker_name``."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}@{self.broker_name}/{self.queue_id}"

@@ -1,0 +1,121 @@
+"""The remoting command: one request or response, independent of its encoding."""
+
+from __future__ import annotations
+
+from producer._protocol.codes import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    PROTOCOL_VERSION,
+    LanguageCode,
+    SerializeType,
+)
+
+_INT32_MAX = 2**31 - 1
+
+
+class RemotingCommand:
+    """A request or response of the remoting protocol.
+
+    ``ext_fields`` holds the custom header as strings, exactly as both header encodings
+    carry it. ``serialize_type`` records the header encoding a decoded frame used (and
+    the one to encode with).
+    """
+
+    __slots__ = (
+        "body",
+        "code",
+        "ext_fields",
+        "flag",
+        "language",
+        "opaque",
+        "remark",
+        "serialize_type",
+        "version",
+    )
+
+    def __init__(
+        self,
+        code: int,
+        *,
+        opaque: int = 0,
+        flag: int = 0,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        remark: str | None = None,
+        language: int = LanguageCode.PYTHON,
+        version: int = PROTOCOL_VERSION,
+        serialize_type: SerializeType = SerializeType.JSON,
+    ) -> None:
+        self.code = code
+        self.opaque = opaque
+        self.flag = flag
+        self.ext_fields = ext_fields
+        self.body = body
+        self.remark = remark
+        self.language = language
+        self.version = version
+        self.serialize_type = serialize_type
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    def field(self, name: str) -> str | None:
+        """One ext field, or ``None`` when absent."""
+        return None if self.ext_fields is None else self.ext_fields.get(name)
+
+    def make_response(
+        self,
+        code: int,
+        *,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        remark: str | None = None,
+    ) -> RemotingCommand:
+        """A response to this request: same opaque and header encoding, response flag set."""
+        return RemotingCommand(
+            code,
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            ext_fields=ext_fields,
+            body=body,
+            remark=remark,
+            language=LanguageCode.JAVA,
+            serialize_type=self.serialize_type,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemotingCommand):
+            return NotImplemented
+        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        kind = "response" if self.is_response else ("oneway" if self.is_oneway else "request")
+        return (
+            f"RemotingCommand({kind} code={self.code} opaque={self.opaque} "
+            f"ext={self.ext_fields!r} remark={self.remark!r} body={len(self.body)}B "
+            f"{self.serialize_type.name})"
+        )
+
+
+class OpaqueAllocator:
+    """Hands out request ids: increasing, wrapping within the positive int32 range."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self, start: int = 0) -> None:
+        self._next = start
+
+    def allocate(self) -> int:
+        value = self._next
+        self._next = 0 if value >= _INT32_MAX else value + 1
+        return value
+
+    def __repr__(self) -> str:
+        return f"OpaqueAllocator(next={self._next})"

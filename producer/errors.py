@@ -1,0 +1,347 @@
+"""Every error the SDK raises, in one tree rooted at :class:`ProducerError`.
+
+Each error says what is known about the message's fate:
+
+* ``Fate.NOT_STORED`` - the broker certainly did not store it (it was never written,
+  or the broker answered with an error code); resending cannot duplicate it.
+* ``Fate.UNKNOWN`` - the request was written and no answer came (timeout, connection
+  lost after the write); the broker may have stored it.
+
+Errors raised by a send also carry ``attempts``: one :class:`AttemptRecord` per try.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import ClassVar
+
+from producer._attempts import AttemptOutcome, AttemptRecord
+
+__all__ = [
+    "AttemptOutcome",
+    "AttemptRecord",
+    "BackpressureError",
+    "BrokerError",
+    "BrokerSystemError",
+    "ConnectError",
+    "ConnectionLostError",
+    "Fate",
+    "GoAwayError",
+    "InvalidParameterError",
+    "LocalProtocolError",
+    "MessageIllegalError",
+    "MessageValidationError",
+    "NoBuyerIdError",
+    "NoPermissionError",
+    "NoRouteError",
+    "NotInCurrentUnitError",
+    "PollingFullError",
+    "ProducerClosedError",
+    "ProducerError",
+    "RemoteProtocolError",
+    "RequestCodeNotSupportedError",
+    "RequestTimeout",
+    "SendTimeout",
+    "ServiceNotAvailableError",
+    "SystemBusyError",
+    "TopicNotExistError",
+    "TransportError",
+    "response_code_name",
+]
+
+
+class Fate(enum.Enum):
+    """What the client knows about whether a failed message was stored."""
+
+    NOT_STORED = "not_stored"
+    UNKNOWN = "unknown"
+
+
+class ProducerError(Exception):
+    """Root of every error raised by this SDK."""
+
+    default_fate: ClassVar[Fate] = Fate.NOT_STORED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int | None = None,
+        fate: Fate | None = None,
+        attempts: Sequence[AttemptRecord] = (),
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.fate = self.default_fate if fate is None else fate
+        self.attempts: tuple[AttemptRecord, ...] = tuple(attempts)
+
+    @property
+    def definitely_not_stored(self) -> bool:
+        return self.fate is Fate.NOT_STORED
+
+    def with_attempts(self, attempts: Sequence[AttemptRecord]) -> ProducerError:
+        """Attach the send's attempt history (in place) and return self for ``raise``."""
+        self.attempts = tuple(attempts)
+        return self
+
+    def __str__(self) -> str:
+        if not self.attempts:
+            return self.message
+        history = "; ".join(str(a) for a in self.attempts)
+        return f"{self.message} [attempts: {history}]"
+
+
+# -- local misuse ---------------------------------------------------------------------
+
+
+class LocalProtocolError(ProducerError):
+    """The SDK was used wrongly (bad argument, wrong state)."""
+
+
+class MessageValidationError(LocalProtocolError, ValueError):
+    """A message or argument broke one of RocketMQ's client-side rules; nothing was sent.
+
+    ``field`` names what was wrong, ``value`` is the offending value (possibly truncated)
+    and ``limit`` the rule it broke.
+    """
+
+    def __init__(self, field: str, value: object, limit: str) -> None:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"invalid {field} {shown}: {limit}")
+        self.field = field
+        self.value = value
+        self.limit = limit
+
+
+class ProducerClosedError(LocalProtocolError):
+    """The producer is closed (or closing) and accepts no more sends."""
+
+
+class BackpressureError(ProducerError):
+    """The in-flight limit is reached and the producer is set to fail fast."""
+
+
+# -- the wire ---------------------------------------------------------------------------
+
+
+class RemoteProtocolError(ProducerError):
+    """The peer sent bytes that are not a valid remoting frame; the connection is closed."""
+
+    default_fate = Fate.UNKNOWN
+
+
+class TransportError(ProducerError):
+    """A connection-level failure talking to a name server or broker."""
+
+
+class ConnectError(TransportError):
+    """Could not open a connection; nothing was sent on it."""
+
+
+class ConnectionLostError(TransportError):
+    """The connection closed with the request pending.
+
+    ``written`` tells whether the request had been handed to the socket: if it had, the
+    broker may have processed it (fate unknown); if not, it was definitely not sent.
+    """
+
+    def __init__(self, message: str, *, written: bool, **kwargs: object) -> None:
+        fate = Fate.UNKNOWN if written else Fate.NOT_STORED
+        super().__init__(message, fate=fate, **kwargs)  # type: ignore[arg-type]
+        self.written = written
+
+
+class RequestTimeout(TransportError, TimeoutError):
+    """No response within the attempt's network timeout (fate unknown once written)."""
+
+    default_fate = Fate.UNKNOWN
+
+
+class SendTimeout(ProducerError, TimeoutError):
+    """The send's total budget (``send_timeout``) ran out; carries the last attempt error."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        last_error: ProducerError | None = None,
+        attempts: Sequence[AttemptRecord] = (),
+    ) -> None:
+        fate = Fate.NOT_STORED if last_error is None else last_error.fate
+        code = None if last_error is None else last_error.code
+        super().__init__(message, code=code, fate=fate, attempts=attempts)
+        self.last_error = last_error
+
+
+class NoRouteError(ProducerError):
+    """No writable queue for the topic (unknown to every name server asked, or read-only)."""
+
+    def __init__(self, topic: str, namesrv_addrs: Sequence[str], reason: str = "") -> None:
+        detail = f": {reason}" if reason else ""
+        super().__init__(
+            f"no route for topic {topic!r} from name servers {list(namesrv_addrs)}{detail}"
+        )
+        self.topic = topic
+        self.namesrv_addrs = tuple(namesrv_addrs)
+
+
+# -- broker answers ---------------------------------------------------------------------
+
+
+class BrokerError(ProducerError):
+    """The broker (or name server) answered with an error response code.
+
+    ``BrokerError.for_code(code, remark)`` picks the subclass for the code. ``retriable``
+    says whether RocketMQ 5.3's client retries the code on another broker; the retry
+    policy in use has the final word.
+    """
+
+    code_value: ClassVar[int | None] = None
+    code_name: ClassVar[str] = "BROKER_ERROR"
+    retriable: ClassVar[bool] = False
+    _by_code: ClassVar[dict[int, type[BrokerError]]] = {}
+
+    def __init__(self, code: int, remark: str | None = None, **kwargs: object) -> None:
+        name = _CODE_NAMES.get(code, "UNKNOWN")
+        text = f"broker error {code} {name}"
+        if remark:
+            text += f": {remark}"
+        super().__init__(text, code=code, **kwargs)  # type: ignore[arg-type]
+        self.remark = remark
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.code_value is not None:
+            BrokerError._by_code[cls.code_value] = cls
+
+    @classmethod
+    def for_code(cls, code: int, remark: str | None = None) -> BrokerError:
+        """The typed error for a response code (``BrokerError`` itself for unknown codes)."""
+        return cls._by_code.get(code, BrokerError)(code, remark)
+
+
+_CODE_NAMES: dict[int, str] = {
+    1: "SYSTEM_ERROR",
+    2: "SYSTEM_BUSY",
+    3: "REQUEST_CODE_NOT_SUPPORTED",
+    4: "TRANSACTION_FAILED",
+    10: "FLUSH_DISK_TIMEOUT",
+    11: "SLAVE_NOT_AVAILABLE",
+    12: "FLUSH_SLAVE_TIMEOUT",
+    13: "MESSAGE_ILLEGAL",
+    14: "SERVICE_NOT_AVAILABLE",
+    15: "VERSION_NOT_SUPPORTED",
+    16: "NO_PERMISSION",
+    17: "TOPIC_NOT_EXIST",
+    25: "SUBSCRIPTION_NOT_LATEST",
+    29: "INVALID_PARAMETER",
+    204: "NO_BUYER_ID",
+    205: "NOT_IN_CURRENT_UNIT",
+    215: "POLLING_FULL",
+    1500: "GO_AWAY",
+}
+
+
+class BrokerSystemError(BrokerError):
+    """1 SYSTEM_ERROR: the broker failed internally."""
+
+    code_value = 1
+    code_name = "SYSTEM_ERROR"
+    retriable = True
+
+
+class SystemBusyError(BrokerError):
+    """2 SYSTEM_BUSY: the broker is throttling; retried with back-off."""
+
+    code_value = 2
+    code_name = "SYSTEM_BUSY"
+    retriable = True
+
+
+class RequestCodeNotSupportedError(BrokerError):
+    """3 REQUEST_CODE_NOT_SUPPORTED: the peer does not know the request."""
+
+    code_value = 3
+    code_name = "REQUEST_CODE_NOT_SUPPORTED"
+    retriable = False
+
+
+class MessageIllegalError(BrokerError):
+    """13 MESSAGE_ILLEGAL: the broker rejected the message's size or properties."""
+
+    code_value = 13
+    code_name = "MESSAGE_ILLEGAL"
+    retriable = False
+
+
+class ServiceNotAvailableError(BrokerError):
+    """14 SERVICE_NOT_AVAILABLE: the broker cannot take writes now."""
+
+    code_value = 14
+    code_name = "SERVICE_NOT_AVAILABLE"
+    retriable = True
+
+
+class NoPermissionError(BrokerError):
+    """16 NO_PERMISSION: the broker refuses writes to this topic."""
+
+    code_value = 16
+    code_name = "NO_PERMISSION"
+    retriable = True
+
+
+class TopicNotExistError(BrokerError):
+    """17 TOPIC_NOT_EXIST: the broker (or name server) does not know the topic."""
+
+    code_value = 17
+    code_name = "TOPIC_NOT_EXIST"
+    retriable = True
+
+
+class InvalidParameterError(BrokerError):
+    """29 INVALID_PARAMETER: a request header field was rejected."""
+
+    code_value = 29
+    code_name = "INVALID_PARAMETER"
+    retriable = False
+
+
+class NoBuyerIdError(BrokerError):
+    """204 NO_BUYER_ID."""
+
+    code_value = 204
+    code_name = "NO_BUYER_ID"
+    retriable = True
+
+
+class NotInCurrentUnitError(BrokerError):
+    """205 NOT_IN_CURRENT_UNIT."""
+
+    code_value = 205
+    code_name = "NOT_IN_CURRENT_UNIT"
+    retriable = True
+
+
+class PollingFullError(BrokerError):
+    """215 POLLING_FULL: the broker is throttling; backed off, not retried."""
+
+    code_value = 215
+    code_name = "POLLING_FULL"
+    retriable = False
+
+
+class GoAwayError(BrokerError):
+    """1500 GO_AWAY: the broker is shutting down; try another."""
+
+    code_value = 1500
+    code_name = "GO_AWAY"
+    retriable = True
+
+
+def response_code_name(code: int) -> str:
+    """RocketMQ's name for a response code, or ``"UNKNOWN"``."""
+    return "SUCCESS" if code == 0 else _CODE_NAMES.get(code, "UNKNOWN")

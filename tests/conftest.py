@@ -1,0 +1,10 @@
+"""Shared test configuration: async tests run through anyio's pytest plugin."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
