@@ -21,6 +21,10 @@ class SendStatus(enum.Enum):
     def is_ok(self) -> bool:
         return self is SendStatus.SEND_OK
 
+    @property
+    def response_code(self) -> int:
+        return _CODE_BY_STATUS[self]
+
 
 _STATUS_BY_CODE = {
     0: SendStatus.SEND_OK,
@@ -28,6 +32,7 @@ _STATUS_BY_CODE = {
     12: SendStatus.FLUSH_SLAVE_TIMEOUT,
     11: SendStatus.SLAVE_NOT_AVAILABLE,
 }
+_CODE_BY_STATUS = {status: code for code, status in _STATUS_BY_CODE.items()}
 
 
 def send_status_for_code(code: int) -> SendStatus | None:

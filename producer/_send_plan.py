@@ -1,0 +1,218 @@
+"""The send loop as a pure state machine (rules S1-S11, A2-A5 of DESIGN.md).
+
+The I/O shell asks :meth:`SendPlan.next_attempt` before every attempt and gets either a
+:class:`Dispatch` (send to a freshly selected queue with this network timeout) or a
+:class:`Finish`. After the attempt it reports what happened with :meth:`on_result` or
+:meth:`on_error` and gets :class:`Retry` (optionally after a back-off) or :class:`Finish`.
+One plan is one message: its attempt counter is shared by every re-dispatch, which is
+what makes the async path's ``onExceptionImpl`` and the sync loop the same machine.
+Nothing here reads a clock or a global random source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import random
+from dataclasses import dataclass
+
+from producer._attempts import AttemptOutcome, AttemptRecord
+from producer._message import MessageQueue
+from producer._result import SendResult
+from producer._retry_policy import RetryPolicy
+from producer.errors import (
+    BrokerError,
+    ConnectError,
+    ConnectionLostError,
+    Fate,
+    ProducerError,
+    RemoteProtocolError,
+    RequestTimeout,
+    SendTimeout,
+    TransportError,
+)
+
+
+class SendMode(enum.Enum):
+    SYNC = "sync"
+    ASYNC = "async"
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """Send attempt ``number`` (1-based) with this network timeout."""
+
+    number: int
+    timeout_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Wait ``backoff_ms`` (may be 0), then ask :meth:`SendPlan.next_attempt` again."""
+
+    backoff_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The send is over: exactly one of ``result`` / ``error`` is set."""
+
+    result: SendResult | None = None
+    error: ProducerError | None = None
+
+
+def outcome_of(error: ProducerError) -> AttemptOutcome:
+    """How an attempt's error is recorded in the history."""
+    if isinstance(error, BrokerError):
+        return AttemptOutcome.BROKER_ERROR
+    if isinstance(error, ConnectError):
+        return AttemptOutcome.CONNECT_ERROR
+    if isinstance(error, ConnectionLostError):
+        return AttemptOutcome.CONNECTION_LOST
+    if isinstance(error, RequestTimeout):
+        return AttemptOutcome.TIMEOUT
+    if isinstance(error, RemoteProtocolError):
+        return AttemptOutcome.PROTOCOL_ERROR
+    return AttemptOutcome.BROKER_ERROR if error.code is not None else AttemptOutcome.CONNECT_ERROR
+
+
+class SendPlan:
+    """The retry state of one message."""
+
+    __slots__ = (
+        "_fate",
+        "_last_error",
+        "_not_ok_result",
+        "_rng",
+        "attempts",
+        "deadline_ms",
+        "last_broker",
+        "max_attempts",
+        "mode",
+        "policy",
+        "retry_not_store_ok",
+    )
+
+    def __init__(
+        self,
+        *,
+        mode: SendMode,
+        policy: RetryPolicy,
+        max_attempts: int,
+        deadline_ms: float,
+        retry_not_store_ok: bool,
+        rng: random.Random,
+    ) -> None:
+        self.mode = mode
+        self.policy = policy
+        self.max_attempts = max_attempts
+        self.deadline_ms = deadline_ms
+        self.retry_not_store_ok = retry_not_store_ok
+        self.attempts: list[AttemptRecord] = []
+        self.last_broker: str | None = None
+        self._rng = rng
+        self._last_error: ProducerError | None = None
+        self._not_ok_result: SendResult | None = None
+        self._fate = Fate.NOT_STORED
+
+    # -- before an attempt ------------------------------------------------------------
+
+    def next_attempt(self, now_ms: float) -> Dispatch | Finish:
+        """S2: stop with :class:`SendTimeout` once the deadline has passed."""
+        if len(self.attempts) >= self.max_attempts:
+            return self._give_up()
+        remaining = self.deadline_ms - now_ms
+        if remaining <= 0:
+            if self._not_ok_result is not None:  # stored: report it, as Java does
+                return Finish(result=self._not_ok_result)
+            return Finish(error=self.timeout_error())
+        attempts_left = self.max_attempts - len(self.attempts)
+        timeout = self.policy.attempt_timeout_ms(remaining, attempts_left)
+        return Dispatch(len(self.attempts) + 1, timeout)
+
+    def timeout_error(self) -> SendTimeout:
+        """The budget ran out: a ``TimeoutError`` carrying the last attempt's error."""
+        error = SendTimeout(
+            f"send call timeout: budget exhausted after {len(self.attempts)} attempt(s)",
+            last_error=self._last_error,
+            attempts=self.attempts,
+        )
+        error.fate = self._fate
+        return error
+
+    # -- after an attempt -------------------------------------------------------------
+
+    def on_result(
+        self, queue: MessageQueue, result: SendResult, latency_ms: float
+    ) -> Retry | Finish:
+        """The broker stored the message; S6 decides whether a non-OK status is retried."""
+        ok = result.status.is_ok
+        outcome = AttemptOutcome.OK if ok else AttemptOutcome.NOT_STORED_OK
+        code = None if ok else result.status.response_code
+        self._record(queue, outcome, code, latency_ms)
+        result = dataclasses.replace(result, attempts=tuple(self.attempts))
+        if ok:
+            return Finish(result=result)
+        self._not_ok_result = result
+        if self.retry_not_store_ok and self._may_retry_broker_codes() and self._has_attempts_left():
+            return Retry(0.0)
+        return Finish(result=result)
+
+    def on_error(
+        self, queue: MessageQueue, error: ProducerError, latency_ms: float
+    ) -> Retry | Finish:
+        """S4/S5/S9/S11 and A3: retry on a fresh queue, or finish with the error."""
+        self._record(queue, outcome_of(error), error.code, latency_ms)
+        if error.fate is Fate.UNKNOWN:
+            self._fate = Fate.UNKNOWN
+        self._last_error = error
+        if not (self._is_retriable(error) and self._has_attempts_left()):
+            return self._give_up()
+        return Retry(self._backoff_for(error))
+
+    def on_cancelled(self, queue: MessageQueue, latency_ms: float) -> None:
+        self._record(queue, AttemptOutcome.CANCELLED, None, latency_ms)
+
+    # -- rules ------------------------------------------------------------------------
+
+    def _is_retriable(self, error: ProducerError) -> bool:
+        if isinstance(error, BrokerError):
+            return self._may_retry_broker_codes() and self.policy.is_retriable_code(error.code or 0)
+        if isinstance(error, (TransportError, RemoteProtocolError)):
+            return self.policy.retry_unknown_fate or error.fate is Fate.NOT_STORED
+        return False
+
+    def _may_retry_broker_codes(self) -> bool:
+        return self.mode is SendMode.SYNC or self.policy.async_retries_broker_codes
+
+    def _has_attempts_left(self) -> bool:
+        return len(self.attempts) < self.max_attempts
+
+    def _backoff_for(self, error: ProducerError) -> float:
+        if error.code is None or error.code not in self.policy.backoff_codes:
+            return 0.0
+        return self.policy.backoff_ms(len(self.attempts), self._rng.random())
+
+    def _give_up(self) -> Finish:
+        """S6: a stored-but-not-OK result beats a later error; S9: else the last error."""
+        if self._not_ok_result is not None:
+            return Finish(result=self._not_ok_result)
+        error = self._last_error
+        assert error is not None, "give up without an attempt"
+        error.with_attempts(self.attempts)
+        error.fate = self._fate
+        return Finish(error=error)
+
+    def _record(
+        self, queue: MessageQueue, outcome: AttemptOutcome, code: int | None, latency_ms: float
+    ) -> None:
+        self.attempts.append(
+            AttemptRecord(queue.broker_name, queue.queue_id, outcome, code, latency_ms)
+        )
+        self.last_broker = queue.broker_name
+
+    def __repr__(self) -> str:
+        return (
+            f"SendPlan({self.mode.value} attempts={len(self.attempts)}/{self.max_attempts} "
+            f"last_broker={self.last_broker!r} fate={self._fate.value})"
+        )

@@ -1,0 +1,196 @@
+"""The pure send step (producer._send_plan): each retry rule on a fake clock, no I/O."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from producer import MessageQueue, SendResult, SendStatus
+from producer._attempts import AttemptOutcome
+from producer._retry_policy import RetryPolicy
+from producer._send_plan import Dispatch, Finish, Retry, SendMode, SendPlan
+from producer.errors import (
+    BrokerError,
+    ConnectError,
+    ConnectionLostError,
+    Fate,
+    RequestTimeout,
+    SendTimeout,
+)
+
+Q_A = MessageQueue("T", "broker-a", 0)
+Q_B = MessageQueue("T", "broker-b", 1)
+
+
+def plan(
+    policy: RetryPolicy | None = None,
+    *,
+    mode: SendMode = SendMode.SYNC,
+    attempts: int = 3,
+    deadline: float = 3000.0,
+    not_store_ok: bool = False,
+) -> SendPlan:
+    return SendPlan(
+        mode=mode,
+        policy=policy or RetryPolicy.default(),
+        max_attempts=attempts,
+        deadline_ms=deadline,
+        retry_not_store_ok=not_store_ok,
+        rng=random.Random(7),
+    )
+
+
+def result(status: SendStatus = SendStatus.SEND_OK) -> SendResult:
+    return SendResult(status, "ID", "OFF", Q_A, 0, "DefaultRegion", True, None, ())
+
+
+def run_failing(p: SendPlan, errors: list[Exception], now: float = 0.0) -> Finish:
+    """Drive the plan with one error per attempt until it finishes."""
+    queues = [Q_A, Q_B]
+    for i, error in enumerate(errors):
+        step = p.next_attempt(now)
+        if isinstance(step, Finish):
+            return step
+        decision = p.on_error(queues[i % 2], error, 1.0)  # type: ignore[arg-type]
+        if isinstance(decision, Finish):
+            return decision
+    raise AssertionError("plan did not finish")
+
+
+@pytest.mark.parametrize("code", [1, 14, 16, 17, 204, 205])
+def test_s1_s4_retriable_codes_use_every_attempt(code: int) -> None:
+    p = plan(RetryPolicy.java_4_9())
+    done = run_failing(p, [BrokerError.for_code(code)] * 5)
+    assert isinstance(done.error, BrokerError)
+    assert done.error.code == code
+    assert [a.broker_name for a in done.error.attempts] == ["broker-a", "broker-b", "broker-a"]
+    assert done.error.definitely_not_stored
+
+
+@pytest.mark.parametrize("code", [3, 13, 29, 215])
+def test_s5_non_retriable_code_fails_on_first_attempt_under_java_4_9(code: int) -> None:
+    done = run_failing(plan(RetryPolicy.java_4_9()), [BrokerError.for_code(code)] * 3)
+    assert done.error is not None
+    assert len(done.error.attempts) == 1
+
+
+def test_s4_system_busy_is_retried_by_5_3_and_default_not_by_4_9() -> None:
+    busy = BrokerError.for_code(2)
+    assert len(run_failing(plan(RetryPolicy.java_4_9()), [busy] * 3).error.attempts) == 1  # type: ignore[union-attr]
+    assert len(run_failing(plan(RetryPolicy.java_5_3()), [busy] * 3).error.attempts) == 3  # type: ignore[union-attr]
+
+
+def test_s4_throttling_code_backs_off_with_jitter_under_default_policy() -> None:
+    p = plan()
+    assert isinstance(p.next_attempt(0.0), Dispatch)
+    decision = p.on_error(Q_A, BrokerError.for_code(215), 5.0)
+    assert isinstance(decision, Retry)
+    assert 10.0 <= decision.backoff_ms <= 20.0
+
+
+def test_s4_transport_errors_retry() -> None:
+    errors = [
+        ConnectError("refused"),
+        RequestTimeout("slow"),
+        ConnectionLostError("x", written=False),
+    ]
+    done = run_failing(plan(), errors)
+    outcomes = [a.outcome for a in done.error.attempts]  # type: ignore[union-attr]
+    assert outcomes == [
+        AttemptOutcome.CONNECT_ERROR,
+        AttemptOutcome.TIMEOUT,
+        AttemptOutcome.CONNECTION_LOST,
+    ]
+    # one attempt timed out after its write: the message may be stored
+    assert done.error is not None and done.error.fate is Fate.UNKNOWN
+
+
+def test_s2_deadline_passed_before_attempt_raises_send_timeout_with_last_error() -> None:
+    p = plan(deadline=1000.0)
+    assert isinstance(p.next_attempt(0.0), Dispatch)
+    p.on_error(Q_A, ConnectError("refused"), 1000.0)
+    done = p.next_attempt(1000.0)
+    assert isinstance(done, Finish)
+    assert isinstance(done.error, SendTimeout)
+    assert isinstance(done.error, TimeoutError)
+    assert isinstance(done.error.last_error, ConnectError)
+    assert len(done.error.attempts) == 1
+
+
+def test_s3_attempt_timeout_is_capped_so_retries_keep_budget() -> None:
+    step = plan(deadline=3000.0).next_attempt(0.0)
+    assert isinstance(step, Dispatch)
+    assert step.timeout_ms == pytest.approx(1000.0)
+    java = plan(RetryPolicy.java_4_9(), deadline=3000.0).next_attempt(0.0)
+    assert isinstance(java, Dispatch)
+    assert java.timeout_ms == pytest.approx(3000.0)  # rocketmq#4720: Java lets it eat all
+
+
+def test_s3_last_attempt_gets_the_whole_remainder() -> None:
+    p = plan(deadline=3000.0)
+    p.next_attempt(0.0)
+    p.on_error(Q_A, RequestTimeout("t"), 1000.0)
+    p.next_attempt(1000.0)
+    p.on_error(Q_B, RequestTimeout("t"), 1000.0)
+    last = p.next_attempt(2000.0)
+    assert isinstance(last, Dispatch)
+    assert last.number == 3
+    assert last.timeout_ms == pytest.approx(1000.0)
+
+
+def test_s6_not_store_ok_is_returned_unless_retry_another_broker() -> None:
+    p = plan()
+    p.next_attempt(0.0)
+    done = p.on_result(Q_A, result(SendStatus.FLUSH_DISK_TIMEOUT), 2.0)
+    assert isinstance(done, Finish)
+    assert done.result is not None and done.result.status is SendStatus.FLUSH_DISK_TIMEOUT
+
+
+def test_s6_retry_another_broker_returns_last_not_ok_result_when_attempts_run_out() -> None:
+    p = plan(not_store_ok=True)
+    for q in (Q_A, Q_B):
+        p.next_attempt(0.0)
+        assert isinstance(p.on_result(q, result(SendStatus.SLAVE_NOT_AVAILABLE), 1.0), Retry)
+    p.next_attempt(0.0)
+    done = p.on_error(Q_A, BrokerError.for_code(14), 1.0)
+    assert isinstance(done, Finish)
+    assert done.result is not None and done.result.status is SendStatus.SLAVE_NOT_AVAILABLE
+    assert [a.code for a in done.result.attempts] == [11, 11]
+
+
+def test_s11_unknown_fate_is_not_retried_when_disabled() -> None:
+    policy = RetryPolicy(retry_unknown_fate=False)
+    done = run_failing(plan(policy), [RequestTimeout("t")] * 3)
+    assert done.error is not None and len(done.error.attempts) == 1
+    assert done.error.fate is Fate.UNKNOWN
+    # a failure that certainly did not store is still retried
+    done = run_failing(plan(policy), [ConnectionLostError("x", written=False)] * 3)
+    assert done.error is not None and len(done.error.attempts) == 3
+
+
+def test_a2_async_plan_counts_attempts_across_redispatches() -> None:
+    p = plan(mode=SendMode.ASYNC, attempts=3)
+    done = run_failing(p, [RequestTimeout("t")] * 10)
+    assert done.error is not None and len(done.error.attempts) == 3
+
+
+def test_a3_java_async_retries_transport_failures_only() -> None:
+    p = plan(RetryPolicy.java_4_9(), mode=SendMode.ASYNC)
+    done = run_failing(p, [BrokerError.for_code(14)] * 3)
+    assert done.error is not None and len(done.error.attempts) == 1
+    done = run_failing(plan(mode=SendMode.ASYNC), [BrokerError.for_code(14)] * 3)
+    assert done.error is not None and len(done.error.attempts) == 3
+
+
+def test_success_carries_attempt_history() -> None:
+    p = plan()
+    p.next_attempt(0.0)
+    p.on_error(Q_A, ConnectError("refused"), 3.0)
+    p.next_attempt(3.0)
+    done = p.on_result(Q_B, result(), 4.0)
+    assert isinstance(done, Finish) and done.result is not None
+    assert [(a.broker_name, a.outcome) for a in done.result.attempts] == [
+        ("broker-a", AttemptOutcome.CONNECT_ERROR),
+        ("broker-b", AttemptOutcome.OK),
+    ]
