@@ -1,0 +1,113 @@
+"""Bounded in-flight sends (A7): a fair limiter on message count and bytes.
+
+Waiters are served strictly in arrival order, so a large message is not starved by a
+stream of small ones. A send either waits for room within its own deadline or, with
+``fail_fast``, is refused at once with :class:`BackpressureError`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import anyio
+
+from producer.errors import BackpressureError, LocalProtocolError, SendTimeout
+
+
+class _Waiter:
+    __slots__ = ("event", "granted", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.event = anyio.Event()
+        self.granted = False
+
+
+class InFlightLimiter:
+    __slots__ = ("_bytes", "_count", "_waiters", "fail_fast", "max_bytes", "max_count")
+
+    def __init__(self, max_count: int, max_bytes: int, *, fail_fast: bool = False) -> None:
+        if max_count < 1 or max_bytes < 1:
+            raise LocalProtocolError("in-flight limits must be positive")
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self.fail_fast = fail_fast
+        self._count = 0
+        self._bytes = 0
+        self._waiters: deque[_Waiter] = deque()
+
+    @property
+    def in_flight(self) -> int:
+        return self._count
+
+    @property
+    def in_flight_bytes(self) -> int:
+        return self._bytes
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    def _has_room(self, size: int) -> bool:
+        # One message larger than the byte limit still goes when nothing else is in flight.
+        if self._count >= self.max_count:
+            return False
+        return self._count == 0 or self._bytes + size <= self.max_bytes
+
+    def try_acquire(self, size: int) -> bool:
+        """Take a slot without waiting; only when nobody is queued ahead (fairness)."""
+        if self._waiters or not self._has_room(size):
+            return False
+        self._count += 1
+        self._bytes += size
+        return True
+
+    async def acquire(self, size: int, timeout_ms: float) -> None:
+        """Take a slot, waiting in line at most ``timeout_ms``."""
+        if self.try_acquire(size):
+            return
+        if self.fail_fast:
+            raise BackpressureError(
+                f"in-flight limit reached ({self._count}/{self.max_count} sends, "
+                f"{self._bytes}/{self.max_bytes} bytes)"
+            )
+        waiter = _Waiter(size)
+        self._waiters.append(waiter)
+        try:
+            with anyio.move_on_after(max(timeout_ms, 0.0) / 1000.0):
+                await waiter.event.wait()
+        except BaseException:
+            self._abandon(waiter)  # cancelled: never keep a slot nobody will release
+            raise
+        if not waiter.granted:
+            self._abandon(waiter)
+            raise SendTimeout(
+                f"send call timeout while waiting for in-flight room "
+                f"({self._count}/{self.max_count} sends, {self._bytes}/{self.max_bytes} bytes)"
+            )
+
+    def _abandon(self, waiter: _Waiter) -> None:
+        if waiter.granted:
+            self.release(waiter.size)
+        else:
+            self._waiters.remove(waiter)
+            self._grant_waiters()  # our place in line may have blocked others
+
+    def release(self, size: int) -> None:
+        self._count -= 1
+        self._bytes -= size
+        self._grant_waiters()
+
+    def _grant_waiters(self) -> None:
+        while self._waiters and self._has_room(self._waiters[0].size):
+            waiter = self._waiters.popleft()
+            waiter.granted = True
+            self._count += 1
+            self._bytes += waiter.size
+            waiter.event.set()
+
+    def __repr__(self) -> str:
+        return (
+            f"InFlightLimiter({self._count}/{self.max_count} sends, "
+            f"{self._bytes}/{self.max_bytes} bytes, {len(self._waiters)} waiting)"
+        )
