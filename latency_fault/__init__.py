@@ -1,0 +1,88 @@
+"""Fault-aware broker routing for the producer (DESIGN.md section 5), with no I/O.
+
+Nothing here reads a clock, the global random generator, or a socket: the producer passes
+monotonic milliseconds (`now_ms`) and a `random.Random` in, and gets decisions out.
+
+The interface the producer uses
+-------------------------------
+Queues
+    Any object with `.broker_name: str` and `.queue_id: int` (`QueueLike`), such as the
+    producer's frozen `MessageQueue`. Selection returns one of the snapshot's own queue
+    objects, never a new one.
+
+``PublishSnapshot(queues, rng, *, topic="")``
+    One topic's writable queues, in route order (broker name, then ids 0..n-1), plus its
+    own round-robin index started at a random value drawn from `rng` (Java's per-topic
+    `sendWhichQueue`). Build a new one on every route refresh. `is_empty()` says whether
+    there is anything to send to.
+
+``make_router(name, rng) -> Router``
+    `name` is one of `ROUTER_NAMES`: ``"off"`` (Java's default: round-robin, a retry skips
+    the last broker), ``"classic_4_9"``, ``"classic_5"`` (the Java client's fault strategy
+    with `sendLatencyFaultEnable`, exactly), ``"adaptive"`` (ours). Any other name raises
+    `ValueError` listing the valid ones. One router per producer, shared by all topics.
+
+``Router``
+    ``select_queue(snapshot, last_broker, now_ms) -> Q``
+        The queue for the next attempt. `last_broker` is the broker of the previous
+        attempt of the same send (None on the first). Raises `EmptySnapshotError` (a
+        `LookupError`) when the snapshot has no queue.
+    ``record(broker, latency_ms, *, isolation, now_ms, reachable=True) -> None``
+        After every attempt (rule S8): success -> ``isolation=False`` with its latency;
+        transport, client or broker error -> ``isolation=True`` with the time it took.
+        On cancellation, record nothing. `reachable=False` reproduces 5.x's flag (Java
+        5.x passes it for broker error codes); only ``classic_5`` reads it. Probe
+        outcomes are recorded the same way.
+    ``due_probes(now_ms) -> list[str]``
+        Brokers the producer should probe now (e.g. GET_MAX_OFFSET); record the outcome.
+        Each broker is returned at most once per probe interval: the call books the
+        probe. Classic routers return [].
+    ``retain(broker_names)`` / ``forget(broker)``
+        Drop the state of brokers that left every route.
+    ``is_available(broker, now_ms) -> bool``, ``banned(now_ms) -> {broker: until_ms}``,
+    ``ban_count`` (bans opened so far): for telemetry. ``repr()`` shows the live state.
+
+``choose_queue(router, snapshot, *, last_broker, now_ms, selected=None) -> Q``
+    Keyed and ordered sends (rule F5): pass the selector's queue as `selected` and it is
+    returned unchanged; the router is not consulted. Recording their outcomes is fine.
+
+`latency_fault.simulation` replays latency/error traces through any router on a virtual
+clock; see its docstring.
+"""
+
+from __future__ import annotations
+
+from ._adaptive import AdaptiveRouter
+from ._classic import Classic5Router, Classic49Router, OffRouter
+from ._health import AdaptiveConfig, BrokerHealth, BrokerState
+from ._policy import JAVA_4_9, JAVA_5, FaultPolicy, WindowRule
+from ._router import ROUTER_NAMES, Router, choose_queue, make_router
+from ._snapshot import EmptySnapshotError, PublishSnapshot, QueueLike, RoundRobinIndex
+from ._tracker import FaultItem, FaultTracker
+
+__all__ = [
+    # what the producer needs
+    "ROUTER_NAMES",
+    "EmptySnapshotError",
+    "PublishSnapshot",
+    "QueueLike",
+    "Router",
+    "choose_queue",
+    "make_router",
+    # the strategies
+    "AdaptiveRouter",
+    "Classic49Router",
+    "Classic5Router",
+    "OffRouter",
+    # their parts
+    "JAVA_4_9",
+    "JAVA_5",
+    "AdaptiveConfig",
+    "BrokerHealth",
+    "BrokerState",
+    "FaultItem",
+    "FaultPolicy",
+    "FaultTracker",
+    "RoundRobinIndex",
+    "WindowRule",
+]

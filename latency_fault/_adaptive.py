@@ -1,0 +1,180 @@
+"""The adaptive router (rule F4): weighted round-robin with a circuit breaker per broker.
+
+Selection walks the snapshot's round-robin index like Java and accepts each queue with
+its broker's weight (1 = full share). A healthy cluster therefore gets Java's exact
+round-robin, jitter and all; only a broker clearly slower than the median broker, or
+one with a real error rate, loses share in proportion to the evidence. Failing brokers
+are banned with escalating, decaying bans, probed while banned, and readmitted through
+one trial send at a time.
+
+Why not power-of-two-choices on latency: "take the lower of two" turns any persistent
+ordering of noisy estimates into skew (with three equal brokers the one that happens to
+look fastest gets up to 2/3 of the load), so it needs a dead band anyway, and with the
+dead band it is round-robin plus randomness. Rejection over round-robin gives the same
+steering with no noise when nothing is wrong.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Iterable
+
+from ._health import AdaptiveConfig, BrokerHealth, BrokerState
+from ._snapshot import PublishSnapshot, Q
+
+__all__ = ["AdaptiveRouter"]
+
+
+class AdaptiveRouter:
+    """Our strategy: latency- and error-weighted round-robin, bans, probes, trials."""
+
+    name = "adaptive"
+
+    def __init__(self, rng: random.Random, config: AdaptiveConfig | None = None) -> None:
+        self._rng = rng
+        self._config = config if config is not None else AdaptiveConfig()
+        self._health: dict[str, BrokerHealth] = {}
+        self._bans = 0
+        self._last_now = 0
+
+    @property
+    def config(self) -> AdaptiveConfig:
+        return self._config
+
+    def select_queue(self, snapshot: PublishSnapshot[Q], last_broker: str | None, now_ms: int) -> Q:
+        """Choose a queue; on a retry, avoid `last_broker` whenever another is usable."""
+        snapshot.require_queues()
+        self._last_now = max(self._last_now, now_ms)
+        weights = self._weights(snapshot.brokers, now_ms)
+        usable_others = any(w > 0 for b, w in weights.items() if b != last_broker)
+        avoid = last_broker if usable_others else None
+        queue = snapshot.step_until(
+            lambda q: q.broker_name != avoid and self._accepts(weights[q.broker_name])
+        )
+        if queue is None:
+            queue = self._fallback(snapshot, weights, avoid)
+        health = self._health.get(queue.broker_name)
+        if health is not None and health.state(now_ms) is BrokerState.HALF_OPEN:
+            health.book_trial(now_ms, self._config)
+        return queue
+
+    def _weights(self, brokers: tuple[str, ...], now_ms: int) -> dict[str, float]:
+        """Each broker's share of a full round-robin share; 0 means do not send."""
+        reference = self._reference_latency(brokers, now_ms)
+        weights: dict[str, float] = {}
+        for broker in brokers:
+            health = self._health.get(broker)
+            if health is None:
+                weights[broker] = 1.0
+                continue
+            state = health.state(now_ms)
+            if state is BrokerState.BANNED:
+                weight = 0.0
+            elif state is BrokerState.HALF_OPEN:
+                weight = 1.0 if health.is_trial_open(now_ms) else 0.0
+            else:
+                weight = health.weight(reference, self._config)
+            health.last_weight = weight
+            weights[broker] = weight
+        return weights
+
+    def _reference_latency(self, brokers: tuple[str, ...], now_ms: int) -> float | None:
+        """The (low) median latency of the healthy brokers of this route.
+
+        Against the median, a broker is judged by its peers, not by the luckiest one;
+        with two brokers the low median is the faster one.
+        """
+        latencies = [
+            health.latency_ms
+            for health in (self._health.get(b) for b in brokers)
+            if health is not None
+            and health.latency_ms is not None
+            and health.state(now_ms) is BrokerState.HEALTHY
+        ]
+        return statistics.median_low(latencies) if latencies else None
+
+    def _accepts(self, weight: float) -> bool:
+        # Full and zero weights draw nothing, so healthy selection is deterministic.
+        if weight >= 1.0:
+            return True
+        if weight <= 0.0:
+            return False
+        return self._rng.random() < weight
+
+    def _fallback(
+        self, snapshot: PublishSnapshot[Q], weights: dict[str, float], avoid: str | None
+    ) -> Q:
+        """Nothing accepted in one round: the heaviest usable broker, else the broker
+        whose ban ends first (something must be tried; a ban is a guess)."""
+        candidates = [b for b in snapshot.brokers if b != avoid] or list(snapshot.brokers)
+        usable = [b for b in candidates if weights[b] > 0]
+        if usable:
+            broker = max(usable, key=lambda b: weights[b])
+        else:
+            broker = min(candidates, key=self._ban_end)
+        return snapshot.broker_queue(broker, snapshot.index.next())
+
+    def _ban_end(self, broker: str) -> int:
+        health = self._health.get(broker)
+        return 0 if health is None else health.banned_until_ms
+
+    def record(
+        self,
+        broker: str,
+        latency_ms: int,
+        *,
+        isolation: bool,
+        now_ms: int,
+        reachable: bool = True,
+    ) -> None:
+        """Feed one outcome (a send or a probe). `reachable` is 5.x's flag: ignored."""
+        self._last_now = max(self._last_now, now_ms)
+        health = self._health.setdefault(broker, BrokerHealth())
+        if not isolation:
+            health.on_success(latency_ms, now_ms, self._config)
+        elif health.on_failure(now_ms, self._config):
+            self._bans += 1
+
+    def due_probes(self, now_ms: int) -> list[str]:
+        """Brokers to probe now. Each is returned at most once per probe interval: the
+        call books the probe, so call it on a timer and send what it returns."""
+        due = [b for b, h in self._health.items() if h.is_probe_due(now_ms, self._config)]
+        for broker in due:
+            self._health[broker].book_probe(now_ms, self._config)
+        return due
+
+    def retain(self, broker_names: Iterable[str]) -> None:
+        keep = set(broker_names)
+        for broker in [b for b in self._health if b not in keep]:
+            del self._health[broker]
+
+    def forget(self, broker: str) -> None:
+        self._health.pop(broker, None)
+
+    def state(self, broker: str, now_ms: int) -> BrokerState:
+        health = self._health.get(broker)
+        return BrokerState.HEALTHY if health is None else health.state(now_ms)
+
+    def health(self, broker: str) -> BrokerHealth | None:
+        """The live estimate of `broker` (for telemetry and tests; do not mutate)."""
+        return self._health.get(broker)
+
+    def is_available(self, broker: str, now_ms: int) -> bool:
+        return self.state(broker, now_ms) is not BrokerState.BANNED
+
+    def banned(self, now_ms: int) -> dict[str, int]:
+        return {
+            b: h.banned_until_ms
+            for b, h in self._health.items()
+            if h.state(now_ms) is BrokerState.BANNED
+        }
+
+    @property
+    def ban_count(self) -> int:
+        return self._bans
+
+    def __repr__(self) -> str:
+        now = self._last_now
+        brokers = {b: h.describe(now) for b, h in self._health.items()}
+        return f"AdaptiveRouter(brokers={brokers}, bans={self._bans})"

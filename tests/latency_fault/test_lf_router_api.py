@@ -1,0 +1,154 @@
+"""The producer-facing surface: snapshot, factory, Router protocol, keyed sends (F5)."""
+
+from __future__ import annotations
+
+import ast
+import random
+from pathlib import Path
+
+import pytest
+from lf_support import MQ, queues, snapshot
+
+import latency_fault
+from latency_fault import (
+    ROUTER_NAMES,
+    AdaptiveRouter,
+    Classic5Router,
+    Classic49Router,
+    EmptySnapshotError,
+    OffRouter,
+    PublishSnapshot,
+    Router,
+    choose_queue,
+    make_router,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+PACKAGE = Path(latency_fault.__file__).parent
+
+
+def test_all_names_exist() -> None:
+    for name in latency_fault.__all__:
+        assert hasattr(latency_fault, name), name
+    assert (PACKAGE / "py.typed").is_file()
+
+
+def test_make_router_builds_each_named_strategy() -> None:
+    assert ROUTER_NAMES == ("off", "classic_4_9", "classic_5", "adaptive")
+    kinds = {name: type(make_router(name, random.Random(0))) for name in ROUTER_NAMES}
+    assert kinds == {
+        "off": OffRouter,
+        "classic_4_9": Classic49Router,
+        "classic_5": Classic5Router,
+        "adaptive": AdaptiveRouter,
+    }
+    for name in ROUTER_NAMES:
+        assert make_router(name, random.Random(0)).name == name
+
+
+def test_make_router_rejects_unknown_names_listing_valid_ones() -> None:
+    with pytest.raises(ValueError, match="unknown routing 'fastest'") as info:
+        make_router("fastest", random.Random(0))
+    for name in ROUTER_NAMES:
+        assert repr(name) in str(info.value)
+
+
+@pytest.mark.parametrize("name", ROUTER_NAMES)
+def test_every_router_rejects_an_empty_snapshot_clearly(name: str) -> None:
+    router: Router = make_router(name, random.Random(0))
+    empty: PublishSnapshot[MQ] = PublishSnapshot([], random.Random(0), topic="Orders")
+    assert empty.is_empty()
+    with pytest.raises(EmptySnapshotError, match="Orders") as info:
+        router.select_queue(empty, None, 0)
+    assert isinstance(info.value, LookupError)
+    assert info.value.topic == "Orders"
+
+
+@pytest.mark.parametrize("name", ROUTER_NAMES)
+def test_every_router_returns_the_snapshots_own_queue_objects(name: str) -> None:
+    router = make_router(name, random.Random(0))
+    snap = snapshot({"a": 2, "b": 3})
+    for attempt in range(20):
+        last = None if attempt % 2 == 0 else "a"
+        picked = router.select_queue(snap, last, attempt)
+        assert any(picked is q for q in snap.queues)
+        router.record(picked.broker_name, 20, isolation=False, now_ms=attempt)
+    router.retain(["a", "b"])
+    router.forget("a")
+    assert router.due_probes(100) == []
+    assert router.is_available("b", 100)
+    assert router.banned(100) == {}
+    assert router.ban_count == 0
+    assert type(router).__name__ in repr(router)
+
+
+def test_snapshot_views() -> None:
+    snap = snapshot({"b": 2, "a": 3}, topic="Orders")
+    assert snap.brokers == ("a", "b")
+    assert snap.write_queue_nums("a") == 3
+    assert snap.write_queue_nums("zz") == 0
+    assert snap.broker_queue("a", 7) == MQ("Orders", "a", 1)
+    assert len(snap) == 5
+    assert "Orders" in repr(snap)
+    assert "'a': 3" in repr(snap)
+    assert f"index={snap.index.value}" in repr(snap)
+
+
+def test_snapshot_index_starts_from_the_injected_rng() -> None:
+    a = PublishSnapshot(queues({"a": 4}), random.Random(42))
+    b = PublishSnapshot(queues({"a": 4}), random.Random(42))
+    assert a.index.value == b.index.value
+    assert 0 <= a.index.value <= 0x7FFF_FFFF
+
+
+def test_f5_a_selectors_queue_is_final_even_on_a_banned_broker() -> None:
+    router = make_router("adaptive", random.Random(0))
+    for _ in range(2):
+        router.record("a", 5, isolation=True, now_ms=0)
+    assert not router.is_available("a", 10)
+    snap = snapshot({"a": 2, "b": 2})
+    keyed = snap.queues[1]  # what the user's selector chose for this key
+    before_index, before_state = snap.index.value, repr(router)
+    for attempt in range(3):
+        last = None if attempt == 0 else "a"
+        got = choose_queue(router, snap, last_broker=last, now_ms=10, selected=keyed)
+        assert got is keyed
+    assert snap.index.value == before_index
+    assert repr(router) == before_state
+
+
+@pytest.mark.parametrize("name", ROUTER_NAMES)
+def test_f5_without_a_selector_choose_queue_asks_the_router(name: str) -> None:
+    router = make_router(name, random.Random(0))
+    snap = snapshot({"a": 2, "b": 2})
+    start = snap.index.value
+    got = choose_queue(router, snap, last_broker=None, now_ms=0)
+    assert got is snap.queues[(start + 1) % 4]
+
+
+FORBIDDEN_MODULES = {"asyncio", "anyio", "trio", "socket", "time", "threading", "selectors"}
+
+
+def test_package_is_sans_io_and_reads_no_clock_or_global_random() -> None:
+    for path in PACKAGE.glob("*.py"):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = {alias.name.split(".")[0] for alias in node.names}
+                assert not names & FORBIDDEN_MODULES, (path.name, names)
+            elif isinstance(node, ast.ImportFrom):
+                assert (node.module or "").split(".")[0] not in FORBIDDEN_MODULES, path.name
+                if node.module == "random":
+                    assert {a.name for a in node.names} <= {"Random"}, path.name
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "random"
+            ):
+                assert node.attr == "Random", (path.name, node.attr)
+
+
+def test_modules_stay_small() -> None:
+    for path in PACKAGE.glob("*.py"):
+        assert len(path.read_text().splitlines()) < 400, path.name
