@@ -1,0 +1,42 @@
+"""The I/O shell: connections to name servers and brokers (see :mod:`.base`).
+
+``default_connector()`` picks the backend for the running event loop: the
+``asyncio.Protocol`` backend on asyncio (and uvloop), the anyio backend elsewhere (trio).
+"""
+
+from __future__ import annotations
+
+import sniffio
+
+from producer._protocol.command import OpaqueAllocator
+from producer._transport.anyio_backend import AnyioConnection, AnyioConnector
+from producer._transport.asyncio_backend import AsyncioConnection, AsyncioConnector
+from producer._transport.base import (
+    Connection,
+    ConnectionStats,
+    Connector,
+    parse_address,
+    process_opaques,
+)
+from producer._transport.pool import ConnectionPool
+
+__all__ = [
+    "AnyioConnection",
+    "AnyioConnector",
+    "AsyncioConnection",
+    "AsyncioConnector",
+    "Connection",
+    "ConnectionPool",
+    "ConnectionStats",
+    "Connector",
+    "default_connector",
+    "parse_address",
+    "process_opaques",
+]
+
+
+def default_connector(*, opaques: OpaqueAllocator | None = None) -> Connector:
+    """A connector for the event loop this is called from (call it inside the loop)."""
+    if sniffio.current_async_library() == "asyncio":
+        return AsyncioConnector(opaques=opaques)
+    return AnyioConnector(opaques=opaques)

@@ -1,0 +1,305 @@
+"""The in-flight table of one connection, shared by both backends: no I/O, no clock.
+
+It holds, keyed by opaque, every request awaiting its response and every oneway frame
+not yet written; the queue of frames not yet handed to the socket; and a min-heap of
+deadlines for the connection's single sweeper. A backend feeds it bytes and ``now`` and
+carries out what it returns (frames to write, the next deadline to wake at).
+
+Why a heap with lazy deletion rather than a periodic scan: the producer checks its send
+budget to ~50 ms, so expiries must fire within a millisecond or two of their deadline.
+Scanning 10k entries every few ms costs more than the requests; a heap costs O(log n)
+per request and wakes exactly once per expiry. Entries that finish before their deadline
+are not searched for in the heap; they are skipped when they reach the top, and the heap
+is rebuilt from live entries when stale ones outnumber them (amortised O(1)).
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import math
+from typing import Protocol
+
+from producer._protocol.codes import FLAG_ONEWAY
+from producer._protocol.command import OpaqueAllocator, RemotingCommand
+from producer._protocol.frame import FrameDecoder, encode_frame
+from producer.errors import ConnectionLostError, Fate, RequestTimeout
+
+# Rebuild the heap once it holds this many more items than there are live entries.
+_HEAP_SLACK = 1024
+
+
+class EntryState(enum.Enum):
+    QUEUED = "queued"  # in our write queue: definitely not sent
+    WRITTEN = "written"  # handed to the socket: the peer may have it
+    DONE = "done"  # answered, failed, expired or cancelled
+
+
+class Waiter(Protocol):
+    """Where an entry's outcome goes: an ``asyncio.Future`` or the anyio backend's own."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: RemotingCommand | None, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
+class ConnectionStats:
+    """Counters of one connection (for tests, metrics and ``repr``)."""
+
+    __slots__ = (
+        "dropped_responses",
+        "flushes",
+        "frames_written",
+        "ignored_requests",
+        "responses",
+        "timeouts",
+    )
+
+    def __init__(self) -> None:
+        self.flushes = 0  # socket writes (one per coalesced batch)
+        self.frames_written = 0
+        self.responses = 0  # matched to a waiting request
+        self.dropped_responses = 0  # no request waits for that opaque (late, unknown)
+        self.ignored_requests = 0  # requests initiated by the peer; we serve none
+        self.timeouts = 0
+
+    def __repr__(self) -> str:
+        fields = " ".join(f"{name}={getattr(self, name)}" for name in self.__slots__)
+        return f"ConnectionStats({fields})"
+
+
+class Entry:
+    """One request (or oneway frame) on its way."""
+
+    __slots__ = ("deadline", "frame", "oneway", "opaque", "state", "timeout_ms", "waiter")
+
+    def __init__(
+        self, opaque: int, frame: bytes, deadline: float, timeout_ms: float | None, waiter: Waiter
+    ) -> None:
+        self.opaque = opaque
+        self.frame = frame
+        self.deadline = deadline
+        self.timeout_ms = timeout_ms
+        self.waiter = waiter
+        self.oneway = False
+        self.state = EntryState.QUEUED
+
+    @property
+    def is_written(self) -> bool:
+        return self.state is EntryState.WRITTEN
+
+
+class InFlight:
+    """Opaque table, write queue and deadline heap of one connection."""
+
+    __slots__ = (
+        "_decoder",
+        "_heap",
+        "_opaques",
+        "_pending",
+        "_queue",
+        "address",
+        "closed",
+        "stats",
+    )
+
+    def __init__(self, address: str, opaques: OpaqueAllocator) -> None:
+        self.address = address
+        self.stats = ConnectionStats()
+        self.closed: ConnectionLostError | None = None  # set once: why the connection ended
+        self._opaques = opaques
+        self._pending: dict[int, Entry] = {}
+        self._queue: list[Entry] = []
+        self._heap: list[tuple[float, int]] = []
+        # Holds at most one partial frame (<= MAX_FRAME_BYTES) between reads: every whole
+        # frame is dispatched in the same call, so the read backlog is bounded by design.
+        self._decoder = FrameDecoder()
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    @property
+    def queued(self) -> int:
+        """Frames waiting for the writer (including ones cancelled since)."""
+        return len(self._queue)
+
+    # -- requests in ---------------------------------------------------------------------
+
+    def prepare(
+        self,
+        command: RemotingCommand,
+        timeout_ms: float | None,
+        now: float,
+        waiter: Waiter,
+        *,
+        oneway: bool = False,
+    ) -> Entry:
+        """Give ``command`` a fresh opaque, encode it and queue it; raise if it cannot go."""
+        if self.closed is not None:
+            raise ConnectionLostError(
+                f"connection to {self.address} is closed; request not sent", written=False
+            ) from self.closed
+        if timeout_ms is not None and not timeout_ms > 0:
+            raise RequestTimeout(
+                f"no time left to send to {self.address} (timeout {timeout_ms} ms)",
+                fate=Fate.NOT_STORED,
+            )
+        command.opaque = self._next_opaque()
+        if oneway:
+            command.flag |= FLAG_ONEWAY
+        deadline = math.inf if timeout_ms is None else now + timeout_ms / 1000.0
+        entry = Entry(command.opaque, encode_frame(command), deadline, timeout_ms, waiter)
+        entry.oneway = oneway
+        self._pending[entry.opaque] = entry
+        self._queue.append(entry)
+        if deadline != math.inf:
+            heapq.heappush(self._heap, (deadline, entry.opaque))
+            if len(self._heap) > 2 * len(self._pending) + _HEAP_SLACK:
+                self._rebuild_heap()
+        return entry
+
+    def _next_opaque(self) -> int:
+        opaque = self._opaques.allocate()
+        while opaque in self._pending:  # only after the int32 range wrapped
+            opaque = self._opaques.allocate()
+        return opaque
+
+    def discard(self, entry: Entry) -> None:
+        """The caller gave up (cancelled): forget the entry; never write it if still queued."""
+        if self._pending.get(entry.opaque) is entry:
+            del self._pending[entry.opaque]
+        entry.state = EntryState.DONE
+        entry.frame = b""
+
+    # -- the writer ----------------------------------------------------------------------
+
+    def take_frames(self) -> tuple[list[bytes], list[Entry]]:
+        """Everything queued, marked written: ``(frames, oneway entries among them)``.
+
+        Call :meth:`confirm_oneways` with the second list once the write went through.
+        """
+        frames: list[bytes] = []
+        oneways: list[Entry] = []
+        for entry in self._queue:
+            if entry.state is EntryState.QUEUED:
+                entry.state = EntryState.WRITTEN
+                frames.append(entry.frame)
+                entry.frame = b""  # the socket holds its own reference now
+                if entry.oneway:
+                    oneways.append(entry)
+        self._queue = []
+        if frames:
+            self.stats.flushes += 1
+            self.stats.frames_written += len(frames)
+        return frames, oneways
+
+    def confirm_oneways(self, oneways: list[Entry]) -> None:
+        for entry in oneways:
+            if entry.state is EntryState.WRITTEN:  # not failed by a close meanwhile
+                self.discard(entry)
+                if not entry.waiter.done():
+                    entry.waiter.set_result(None)
+
+    # -- the reader ----------------------------------------------------------------------
+
+    def data_received(self, data: bytes | bytearray | memoryview) -> None:
+        """Decode and dispatch; raises :class:`RemoteProtocolError` on bad bytes."""
+        for command in self._decoder.feed(data):
+            if command.is_response:
+                self._complete(command)
+            else:
+                # e.g. CHECK_TRANSACTION_STATE or NOTIFY_*: a producer without
+                # transactions has nothing to say, and Java ignores what it cannot serve.
+                self.stats.ignored_requests += 1
+
+    def _complete(self, response: RemotingCommand) -> None:
+        entry = self._pending.get(response.opaque)
+        if entry is None or entry.oneway or entry.state is not EntryState.WRITTEN:
+            self.stats.dropped_responses += 1  # late (timed out, cancelled) or bogus
+            return
+        del self._pending[response.opaque]
+        entry.state = EntryState.DONE
+        self.stats.responses += 1
+        if not entry.waiter.done():
+            entry.waiter.set_result(response)
+
+    # -- deadlines -----------------------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        """The earliest live deadline (dropping stale heap items on the way), or ``None``."""
+        heap, pending = self._heap, self._pending
+        while heap:
+            deadline, opaque = heap[0]
+            entry = pending.get(opaque)
+            if entry is not None and entry.deadline == deadline:
+                return deadline
+            heapq.heappop(heap)
+        return None
+
+    def expire(self, now: float) -> int:
+        """Fail every entry whose deadline is ``<= now`` with :class:`RequestTimeout`."""
+        heap, pending = self._heap, self._pending
+        expired = 0
+        while heap and heap[0][0] <= now:
+            _, opaque = heapq.heappop(heap)
+            entry = pending.get(opaque)
+            if entry is None or entry.deadline > now:
+                continue  # finished already, or a newer entry that reused the opaque
+            del pending[opaque]
+            self._fail(entry, self._timeout_error(entry))
+            expired += 1
+        self.stats.timeouts += expired
+        return expired
+
+    def _timeout_error(self, entry: Entry) -> RequestTimeout:
+        if entry.is_written:
+            detail, fate = "request written, fate unknown", Fate.UNKNOWN
+        else:
+            detail, fate = "request never written, held back by flow control", Fate.NOT_STORED
+        return RequestTimeout(
+            f"no response from {self.address} within {entry.timeout_ms:g} ms "
+            f"(opaque {entry.opaque}; {detail})",
+            fate=fate,
+        )
+
+    def _rebuild_heap(self) -> None:
+        self._heap = [(e.deadline, o) for o, e in self._pending.items() if e.deadline != math.inf]
+        heapq.heapify(self._heap)
+
+    # -- the end -------------------------------------------------------------------------
+
+    def close(self, reason: str, cause: BaseException | None = None) -> bool:
+        """Fail everything pending with :class:`ConnectionLostError`; ``False`` if already closed.
+
+        Each error says whether its request was written (fate unknown) or not (definitely
+        not sent); ``cause`` (e.g. the :class:`RemoteProtocolError`) becomes its ``__cause__``.
+        """
+        if self.closed is not None:
+            return False
+        self.closed = ConnectionLostError(reason, written=False)
+        self.closed.__cause__ = cause
+        pending, self._pending = self._pending, {}
+        self._queue, self._heap = [], []
+        for entry in pending.values():
+            written = entry.is_written
+            detail = "request written, fate unknown" if written else "request never written"
+            error = ConnectionLostError(f"{reason} ({detail})", written=written)
+            error.__cause__ = cause
+            self._fail(entry, error)
+        return True
+
+    @staticmethod
+    def _fail(entry: Entry, error: BaseException) -> None:
+        entry.state = EntryState.DONE
+        entry.frame = b""
+        if not entry.waiter.done():
+            entry.waiter.set_exception(error)
+
+    def __repr__(self) -> str:
+        state = "open" if self.closed is None else "closed"
+        return (
+            f"InFlight({self.address} {state} pending={len(self._pending)} "
+            f"queued={len(self._queue)} heap={len(self._heap)} {self.stats!r})"
+        )

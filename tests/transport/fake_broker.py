@@ -1,0 +1,144 @@
+"""A scripted remoting peer on ``127.0.0.1:0`` for the transport tests.
+
+Built on anyio so one server serves every backend under test (asyncio, uvloop, trio).
+Its behaviour is plain attributes, set before or during a test:
+
+* ``answer``: ``"echo"`` answers each request at once; ``"hold"`` keeps requests until
+  :meth:`answer_held` (or until ``release_at`` are held, then answers them all in one
+  write, shuffled with a seeded rng); ``"never"`` keeps them forever.
+* ``close_after``: close the connection on receiving the N-th request (no answer).
+* ``garbage_after``: on the N-th request, answer with bytes that are no frame.
+* ``push_first``: a request frame to send the client before each response (the broker's
+  CHECK_TRANSACTION_STATE kind), which the client must ignore.
+* ``stall_reading``: do not read until :meth:`resume_reading`, so the client's socket
+  buffers fill and its transport pauses.
+
+Responses echo the request's ``echo`` ext field, so a test can tell them apart.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Literal
+
+import anyio
+import anyio.abc
+from anyio.abc import SocketAttribute
+
+from producer._protocol.codes import FLAG_RESPONSE
+from producer._protocol.command import RemotingCommand
+from producer._protocol.frame import FrameDecoder, encode_frame
+from producer.errors import RemoteProtocolError
+
+GARBAGE = b"\x00\x00\x00\x02no"  # a frame length of 2 is below the minimum of 4
+
+_GONE = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
+def echo_response(request: RemotingCommand) -> RemotingCommand:
+    return request.make_response(0, ext_fields={"echo": request.field("echo") or ""})
+
+
+class FakeBroker:
+    def __init__(self) -> None:
+        self.answer: Literal["echo", "hold", "never"] = "echo"
+        self.release_at: int | None = None
+        self.seed = 20240607
+        self.close_after: int | None = None
+        self.garbage_after: int | None = None
+        self.push_first: RemotingCommand | None = None
+        self.stall_reading = False
+        self.requests: list[RemotingCommand] = []
+        self.answered: list[int] = []  # opaques of held requests, in the order answered
+        self.chunks = 0  # receive() calls that returned data
+        self.connections = 0
+        self.port = 0
+        self._held: list[tuple[anyio.abc.ByteStream, RemotingCommand]] = []
+        self._streams: list[anyio.abc.ByteStream] = []
+        self._progress = anyio.Event()  # replaced each time a request arrives
+        self._reading = anyio.Event()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    async def start(self, group: anyio.abc.TaskGroup) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self.port = listener.extra(SocketAttribute.local_port)
+        group.start_soon(listener.serve, self._serve)
+
+    # -- what tests await ----------------------------------------------------------------
+
+    async def wait_requests(self, count: int) -> None:
+        """Until at least ``count`` requests (all connections) have arrived."""
+        while len(self.requests) < count:
+            await self._progress.wait()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
+
+    async def answer_held(self, order: Literal["fifo", "reverse", "shuffle"] = "fifo") -> None:
+        held, self._held = self._held, []
+        if order == "reverse":
+            held.reverse()
+        elif order == "shuffle":
+            random.Random(self.seed).shuffle(held)
+        by_stream: dict[anyio.abc.ByteStream, list[bytes]] = {}
+        for stream, request in held:
+            self.answered.append(request.opaque)
+            by_stream.setdefault(stream, []).append(encode_frame(echo_response(request)))
+        for stream, frames in by_stream.items():
+            await stream.send(b"".join(frames))
+
+    async def drop_connections(self) -> None:
+        """Close every accepted connection (the client sees EOF)."""
+        streams, self._streams = self._streams, []
+        for stream in streams:
+            await stream.aclose()
+
+    async def send_raw(self, data: bytes) -> None:
+        for stream in self._streams:
+            await stream.send(data)
+
+    # -- serving -------------------------------------------------------------------------
+
+    async def _serve(self, stream: anyio.abc.ByteStream) -> None:
+        self.connections += 1
+        self._streams.append(stream)
+        decoder = FrameDecoder()
+        async with stream:
+            try:
+                if self.stall_reading:
+                    await self._reading.wait()
+                while True:
+                    data = await stream.receive()
+                    self.chunks += 1
+                    for request in decoder.feed(data):
+                        if not await self._on_request(stream, request):
+                            return
+            except (*_GONE, RemoteProtocolError):
+                return
+
+    async def _on_request(self, stream: anyio.abc.ByteStream, request: RemotingCommand) -> bool:
+        """Handle one request; False when this connection is to end."""
+        assert not request.flag & FLAG_RESPONSE
+        self.requests.append(request)
+        progress, self._progress = self._progress, anyio.Event()
+        progress.set()
+        count = len(self.requests)
+        if count == self.close_after:
+            return False
+        if count == self.garbage_after:
+            await stream.send(GARBAGE)
+            return True
+        if request.is_oneway or self.answer == "never":
+            return True
+        if self.answer == "hold":
+            self._held.append((stream, request))
+            if self.release_at is not None and len(self._held) >= self.release_at:
+                await self.answer_held("shuffle")
+            return True
+        frames = [] if self.push_first is None else [encode_frame(self.push_first)]
+        frames.append(encode_frame(echo_response(request)))
+        await stream.send(b"".join(frames))
+        return True

@@ -1,0 +1,172 @@
+"""Requests and responses on one connection, on every backend (see conftest)."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+import sniffio
+
+from producer._protocol.codes import RequestCode
+from producer._protocol.command import RemotingCommand
+from producer._transport import (
+    AnyioConnector,
+    AsyncioConnector,
+    Connector,
+    default_connector,
+)
+from producer.errors import ConnectionLostError
+
+from .fake_broker import FakeBroker
+
+pytestmark = pytest.mark.anyio
+
+CHECK_TRANSACTION_STATE = 39
+
+
+def request(echo: str, **kwargs: object) -> RemotingCommand:
+    return RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields={"echo": echo}, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_request_gets_its_response(broker: FakeBroker, connector: Connector) -> None:
+    connection = await connector.connect(broker.address, 2000)
+    response = await connection.request(request("a"), 5000)
+    assert response.is_response
+    assert response.field("echo") == "a"
+    assert connection.pending_count == 0
+    assert connection.address == broker.address
+    assert "open" in repr(connection) and "pending=0" in repr(connection)
+    await connection.aclose()
+    assert connection.is_closed
+    assert "closed" in repr(connection)
+    await connection.aclose()  # idempotent
+
+
+async def test_every_send_gets_a_fresh_opaque(broker: FakeBroker, connector: Connector) -> None:
+    connection = await connector.connect(broker.address, 2000)
+    command = request("same")
+    await connection.request(command, 5000)
+    first = command.opaque
+    await connection.request(command, 5000)  # a re-send of the same command object
+    assert command.opaque != first
+    assert [r.opaque for r in broker.requests] == [first, command.opaque]
+
+
+async def test_ten_thousand_in_flight_answered_out_of_order(
+    broker: FakeBroker, connector: Connector, backend: str
+) -> None:
+    count = 10_000
+    broker.answer, broker.release_at = "hold", count  # then all at once, shuffled
+    connection = await connector.connect(broker.address, 2000)
+    echoes: dict[int, str | None] = {}
+
+    async def one(i: int) -> None:
+        echoes[i] = (await connection.request(request(str(i)), 30_000)).field("echo")
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for i in range(count):
+            group.start_soon(one, i)
+    elapsed = time.perf_counter() - started
+
+    assert echoes == {i: str(i) for i in range(count)}
+    sent = [r.opaque for r in broker.requests]
+    assert sorted(broker.answered) == sorted(sent)
+    assert broker.answered != sent  # shuffled: far from the order they were sent in
+    assert connection.stats.responses == count
+    assert connection.pending_count == 0
+    # The writer coalesced them: >= 100 frames per socket write on average, and
+    # the server read them in far fewer chunks than frames.
+    assert connection.stats.frames_written == count
+    assert connection.stats.flushes <= count // 100
+    assert broker.chunks < count // 10
+    print(
+        f"\n[{backend}] 10k in flight: {elapsed * 1000:.0f} ms, "
+        f"{connection.stats.flushes} client writes, {broker.chunks} server reads"
+    )
+
+
+async def test_responses_resolve_in_the_order_the_server_chose(
+    broker: FakeBroker, connector: Connector
+) -> None:
+    broker.answer = "hold"
+    connection = await connector.connect(broker.address, 2000)
+    finished: list[str] = []
+
+    async def one(echo: str) -> None:
+        response = await connection.request(request(echo), 30_000)
+        finished.append(str(response.field("echo")))
+
+    async with anyio.create_task_group() as group:
+        for echo in "abcde":
+            group.start_soon(one, echo)
+        await broker.wait_requests(5)
+        await broker.answer_held("reverse")
+    assert sorted(finished) == list("abcde")
+    assert connection.stats.responses == 5
+
+
+async def test_oneway_is_written_and_not_waited_for(
+    broker: FakeBroker, connector: Connector
+) -> None:
+    connection = await connector.connect(broker.address, 2000)
+    command = request("fire")
+    await connection.send_oneway(command)
+    assert command.is_oneway
+    assert connection.pending_count == 0
+    await broker.wait_requests(1)
+    assert broker.requests[0].is_oneway
+    assert broker.requests[0].opaque == command.opaque
+    # The connection carries on as usual, and oneway opaques are not in the table.
+    assert (await connection.request(request("next"), 5000)).field("echo") == "next"
+    assert connection.stats.dropped_responses == 0
+
+
+async def test_oneway_on_a_closed_connection_raises(
+    broker: FakeBroker, connector: Connector
+) -> None:
+    connection = await connector.connect(broker.address, 2000)
+    await connection.aclose()
+    with pytest.raises(ConnectionLostError) as info:
+        await connection.send_oneway(request("late"))
+    assert info.value.written is False
+
+
+async def test_requests_from_the_server_are_counted_and_ignored(
+    broker: FakeBroker, connector: Connector
+) -> None:
+    broker.push_first = RemotingCommand(CHECK_TRANSACTION_STATE, opaque=77)
+    connection = await connector.connect(broker.address, 2000)
+    assert (await connection.request(request("x"), 5000)).field("echo") == "x"
+    assert (await connection.request(request("y"), 5000)).field("echo") == "y"
+    assert connection.stats.ignored_requests == 2
+    assert connection.stats.dropped_responses == 0
+    assert len(broker.requests) == 2  # we answered nothing
+
+
+async def test_close_callback_runs_once(broker: FakeBroker, connector: Connector) -> None:
+    connection = await connector.connect(broker.address, 2000)
+    seen: list[object] = []
+    connection.add_close_callback(seen.append)
+    await connection.aclose()
+    await connection.aclose()
+    assert seen == [connection]
+    connection.add_close_callback(seen.append)  # already closed: called at once
+    assert seen == [connection, connection]
+
+
+async def test_connector_exit_closes_its_connections(
+    broker: FakeBroker, make_connector: type[Connector]
+) -> None:
+    async with make_connector() as connector:
+        connection = await connector.connect(broker.address, 2000)
+        assert not connection.is_closed
+    assert connection.is_closed
+    with pytest.raises(ConnectionLostError):
+        await connection.request(request("after"), 1000)
+
+
+async def test_default_connector_matches_the_loop() -> None:
+    expected = AsyncioConnector if sniffio.current_async_library() == "asyncio" else AnyioConnector
+    assert type(default_connector()) is expected
