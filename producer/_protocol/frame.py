@@ -24,15 +24,17 @@ _BINARY_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 _LANGUAGE_NAMES = {lang.value: lang.name for lang in LanguageCode}
 
 
-class _JsonHeaderOut(msgspec.Struct, omit_defaults=True):
+class _JsonHeaderOut(msgspec.Struct, omit_defaults=True, kw_only=True):
+    # Keys in fastjson's (alphabetical) order, so our headers read like Java's. Only the
+    # null-able fields have defaults: omit_defaults drops exactly those when null.
     code: int
-    language: str
-    version: int
-    opaque: int
-    flag: int
-    serializeTypeCurrentRPC: str = "JSON"  # noqa: N815 - wire name
-    remark: str | None = None
     extFields: dict[str, str] | None = None  # noqa: N815 - wire name
+    flag: int
+    language: str
+    opaque: int
+    remark: str | None = None
+    serializeTypeCurrentRPC: str  # noqa: N815 - wire name
+    version: int
 
 
 class _JsonHeaderIn(msgspec.Struct):
@@ -63,6 +65,7 @@ def encode_header(command: RemotingCommand) -> bytes:
         flag=command.flag,
         remark=command.remark,
         extFields=command.ext_fields,
+        serializeTypeCurrentRPC="JSON",
     )
     return _json_encoder.encode(header)
 

@@ -1,0 +1,235 @@
+"""Client-side message rules, after the Java client's ``Validators`` and ``MessageBatch``.
+
+Every failure raises :class:`producer.errors.MessageValidationError` naming the field, the
+offending value and the limit, before anything is sent. Where we go beyond the 4.9.4
+client (it lets the broker reject these, or silently mangles them) it says so:
+
+* Topics: ``TopicValidator``'s charset ``^[%|a-zA-Z0-9_-]+$``, at most 127 chars, not
+  blank. Refused as send targets: the topics Java refuses (``NOT_ALLOWED_SEND_TOPIC_SET``)
+  plus ``TBW102`` and the ``rmq_sys_`` prefix. ``BenchmarkTest`` and
+  ``RMQ_SYS_TRACE_TOPIC`` stay allowed: Java's own benchmark and tracer send there.
+* Groups: the same charset, at most 255 chars.
+* Bodies: non-empty, at most ``max_message_size`` (4 MiB) **before** compression.
+* User properties: not a reserved name (``MessageConst.STRING_HASH_SET``), name and value
+  not blank (``putUserProperty``), and - ours - no ``\\x01``/``\\x02``, which would
+  corrupt the properties string.
+* Keys and tags: no property separators (ours). Keys given as a list must be non-empty
+  and space-free, since ``KEYS`` is space-joined; a single string is passed through as
+  Java's ``setKeys(String)`` does (``"k1 k2"`` means two keys).
+* Delay level: ``None``/0 (no delay) or 1..18 (the broker's default level table).
+* The encoded properties must fit 32767 bytes (ours; the broker answers 13 otherwise).
+* Batches (``MessageBatch.generateFromList``): non-empty, one topic, one
+  ``wait_store_msg_ok``, no delay, no ``%RETRY%`` topic, encoded size within the limit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from producer._message import Message
+from producer._protocol.message_codec import MAX_PROPERTIES_BYTES
+from producer._protocol.properties import (
+    KEY_SEPARATOR,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    RESERVED_PROPERTY_NAMES,
+)
+from producer.errors import MessageValidationError
+
+TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 255
+DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+MAX_DELAY_LEVEL = 18
+RETRY_TOPIC_PREFIX = "%RETRY%"
+DLQ_TOPIC_PREFIX = "%DLQ%"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+AUTO_CREATE_TOPIC = "TBW102"
+CHARSET_RULE = "only ^[%|a-zA-Z0-9_-]+$"
+
+# TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET (4.9.4).
+NOT_ALLOWED_SEND_TOPICS: frozenset[str] = frozenset(
+    {
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
+)
+# TopicValidator.SYSTEM_TOPIC_SET (4.9.4), for callers that want the whole list.
+SYSTEM_TOPICS: frozenset[str] = NOT_ALLOWED_SEND_TOPICS | {
+    AUTO_CREATE_TOPIC,
+    "BenchmarkTest",
+    "RMQ_SYS_TRACE_TOPIC",
+}
+
+_NAME_CHARS = re.compile(r"[%|a-zA-Z0-9_-]+")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def is_system_topic(topic: str) -> bool:
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+
+def is_send_forbidden(topic: str) -> bool:
+    """Whether this SDK refuses ``topic`` as a destination (see the module doc)."""
+    return (
+        topic in NOT_ALLOWED_SEND_TOPICS
+        or topic == AUTO_CREATE_TOPIC
+        or topic.startswith(SYSTEM_TOPIC_PREFIX)
+    )
+
+
+def check_topic(topic: object) -> None:
+    """A syntactically valid topic name (``Validators.checkTopic``)."""
+    _check_name("topic", topic, TOPIC_MAX_LENGTH)
+
+
+def check_send_topic(topic: object) -> None:
+    """A valid topic that a producer may send to."""
+    if is_send_forbidden(_check_name("topic", topic, TOPIC_MAX_LENGTH)):
+        raise MessageValidationError("topic", topic, "sending to a system topic is forbidden")
+
+
+def check_group(group: object) -> None:
+    """A valid producer group name (``Validators.checkGroup``)."""
+    _check_name("group", group, GROUP_MAX_LENGTH)
+
+
+def _check_name(field: str, name: object, max_length: int) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise MessageValidationError(field, name, "a non-blank string")
+    if len(name) > max_length:
+        raise MessageValidationError(field, name, f"at most {max_length} characters")
+    if not _NAME_CHARS.fullmatch(name):
+        raise MessageValidationError(field, name, CHARSET_RULE)
+    return name
+
+
+def check_body(body: object, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+    """Non-empty bytes, at most ``max_message_size`` (checked before compression)."""
+    if not isinstance(body, (bytes, bytearray, memoryview)):
+        raise MessageValidationError("body", type(body).__name__, "bytes")
+    size = len(body)
+    if size == 0:
+        raise MessageValidationError("body", body, "non-empty")
+    if size > max_message_size:
+        raise MessageValidationError(
+            "body", f"{size} bytes", f"at most {max_message_size} bytes (max_message_size)"
+        )
+
+
+def check_user_properties(properties: Mapping[str, str]) -> None:
+    for name, value in properties.items():
+        if not isinstance(name, str) or not name.strip():
+            raise MessageValidationError("property name", name, "a non-blank string")
+        if name in RESERVED_PROPERTY_NAMES:
+            raise MessageValidationError(
+                "property name", name, "not one of RocketMQ's reserved names"
+            )
+        _check_no_separators("property name", name)
+        if not isinstance(value, str) or not value.strip():
+            raise MessageValidationError(f"property {name!r}", value, "a non-blank string")
+        _check_no_separators(f"property {name!r}", value)
+
+
+def check_tags(tags: object) -> None:
+    if tags is None:
+        return
+    if not isinstance(tags, str):
+        raise MessageValidationError("tags", tags, "a string or None")
+    _check_no_separators("tags", tags)
+
+
+def check_keys(keys: object) -> None:
+    if keys is None:
+        return
+    if isinstance(keys, str):
+        _check_no_separators("keys", keys)
+        return
+    if not isinstance(keys, Iterable):
+        raise MessageValidationError("keys", keys, "a string or an iterable of strings")
+    for key in keys:
+        if not isinstance(key, str) or not key:
+            raise MessageValidationError("key", key, "a non-empty string")
+        if KEY_SEPARATOR in key:
+            raise MessageValidationError("key", key, "no spaces (KEYS is space-joined)")
+        _check_no_separators("key", key)
+
+
+def _check_no_separators(field: str, value: str) -> None:
+    if NAME_VALUE_SEPARATOR in value or PROPERTY_SEPARATOR in value:
+        raise MessageValidationError(field, value, "no \\x01 or \\x02 characters")
+
+
+def check_delay_level(level: object, max_level: int = MAX_DELAY_LEVEL) -> None:
+    if level is None or level == 0:
+        return
+    if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= max_level:
+        raise MessageValidationError("delay_level", level, f"None, 0 or 1..{max_level}")
+
+
+def check_flag(flag: object) -> None:
+    if isinstance(flag, bool) or not isinstance(flag, int) or not _INT32_MIN <= flag <= _INT32_MAX:
+        raise MessageValidationError("flag", flag, "a 32-bit signed integer")
+
+
+def check_properties_size(encoded: str) -> None:
+    """The whole properties string, as it will be sent, fits the broker's limit."""
+    # Cheap bound first: UTF-8 needs at most 4 bytes per code point.
+    if len(encoded) * 4 <= MAX_PROPERTIES_BYTES:
+        return
+    size = len(encoded.encode())
+    if size > MAX_PROPERTIES_BYTES:
+        raise MessageValidationError(
+            "properties", f"{size} bytes encoded", f"at most {MAX_PROPERTIES_BYTES} bytes"
+        )
+
+
+def validate_message(message: Message, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+    """Every per-message rule (the properties size is checked once they are encoded)."""
+    check_send_topic(message.topic)
+    check_body(message.body, max_message_size)
+    check_tags(message.tags)
+    check_keys(message.keys)
+    check_user_properties(message.properties)
+    check_delay_level(message.delay_level)
+    check_flag(message.flag)
+
+
+def validate_batch(
+    messages: Sequence[Message], max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+) -> None:
+    """Each message's rules plus ``MessageBatch``'s: same topic and wait flag, no delay,
+    no retry topic. The encoded batch size is checked by :func:`check_batch_size`."""
+    if not messages:
+        raise MessageValidationError("batch", messages, "at least one message")
+    first = messages[0]
+    for index, message in enumerate(messages):
+        validate_message(message, max_message_size)
+        if message.topic != first.topic:
+            raise MessageValidationError(
+                f"batch[{index}].topic", message.topic, f"the batch's topic {first.topic!r}"
+            )
+        if message.wait_store_msg_ok != first.wait_store_msg_ok:
+            raise MessageValidationError(
+                f"batch[{index}].wait_store_msg_ok",
+                message.wait_store_msg_ok,
+                "the same for every message of a batch",
+            )
+        if message.delay_level:
+            raise MessageValidationError(
+                f"batch[{index}].delay_level", message.delay_level, "no delay in a batch"
+            )
+    if first.topic.startswith(RETRY_TOPIC_PREFIX):
+        raise MessageValidationError("topic", first.topic, "no retry topic in a batch")
+
+
+def check_batch_size(encoded_size: int, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+    """The encoded batch body, like any body, must fit ``max_message_size``."""
+    if encoded_size > max_message_size:
+        raise MessageValidationError(
+            "batch body", f"{encoded_size} bytes", f"at most {max_message_size} bytes"
+        )
