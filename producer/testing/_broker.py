@@ -1,0 +1,376 @@
+"""A broker's request processing, as a 4.9.4 broker answers (no I/O: frames in, frames out).
+
+Sends (SEND_MESSAGE 10, SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320) go through the
+checks of ``AbstractSendMessageProcessor.msgCheck`` (topic name, auto-creation from
+``TBW102``, queue id range) and of the message store (properties and message size),
+then into a :class:`BrokerStore`. HEART_BEAT, UNREGISTER_CLIENT and GET_MAX_OFFSET are
+answered; any other code gets REQUEST_CODE_NOT_SUPPORTED with the real remark.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+
+import msgspec
+
+from producer._protocol.codes import RequestCode, ResponseCode
+from producer._protocol.command import RemotingCommand
+from producer._protocol.frame import decode_payload, encode_frame
+from producer._protocol.message_codec import decode_batch, decompress_body
+from producer._protocol.properties import (
+    CLUSTER,
+    DELAY,
+    WAIT,
+    decode_properties,
+    encode_properties,
+)
+from producer._protocol.send_header import (
+    DEFAULT_REGION,
+    HeaderFieldError,
+    SendMessageRequestHeader,
+    parse_send_request_header,
+)
+from producer.errors import RemoteProtocolError
+from producer.testing._faults import FaultDecision
+from producer.testing._server import Decider, Reply
+from producer.testing._store import (
+    AUTO_CREATE_TOPIC,
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    PERM_INHERIT,
+    PERM_READ,
+    PERM_WRITE,
+    BrokerStore,
+    PendingMessage,
+    StoredMessage,
+    TopicConfig,
+    stored_size,
+)
+
+__all__ = ["MAX_MESSAGE_SIZE", "SEND_CODES", "Broker", "not_supported"]
+
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024  # MessageStoreConfig.maxMessageSize
+MAX_PROPERTIES_CHARS = 32767  # Short.MAX_VALUE
+MAX_TOPIC_LENGTH = 127
+SEND_CODES = frozenset(
+    {RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE}
+)
+_TRANSACTION_TYPE_MASK = 0x3 << 2
+_VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")
+_NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+    }
+)
+_REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
+_FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+_INJECTED_REMARKS: dict[int, str] = {
+    ResponseCode.SYSTEM_BUSY: "[REJECTREQUEST]system busy, start flow control for a while",
+}
+
+
+def not_supported(request: RemotingCommand) -> RemotingCommand:
+    """REQUEST_CODE_NOT_SUPPORTED with the remoting layer's remark (golden probe/05)."""
+    return request.make_response(
+        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+        remark=f" request type {request.code} not supported",
+    )
+
+
+def _illegal_remark() -> str:
+    return (
+        "the message is illegal, maybe msg body or properties length not matched. "
+        f"msg body length limit {MAX_MESSAGE_SIZE}B, msg properties length limit 32KB."
+    )
+
+
+class _HeartbeatBody(msgspec.Struct):
+    clientID: str  # noqa: N815 - wire name
+    producerDataSet: list[dict[str, object]] = []  # noqa: N815 - wire name
+    consumerDataSet: list[dict[str, object]] = []  # noqa: N815 - wire name
+
+
+_heartbeat_decoder = msgspec.json.Decoder(_HeartbeatBody)
+
+
+class _Refusal(Exception):
+    """A send refused by a check; carries the response code and remark."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+class Broker:
+    """One broker's request handler and state (a :class:`~producer.testing._server.RequestHandler`).
+
+    ``on_topic_created(broker_name, config)`` is called when a send auto-creates a
+    topic, as a real broker then registers with the name server.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        clock_ms: Callable[[], int],
+        rng: random.Random,
+        cluster_name: str = "DefaultCluster",
+        auto_create_topic: bool = True,
+        on_topic_created: Callable[[str, TopicConfig], None] | None = None,
+        region: str = DEFAULT_REGION,
+    ) -> None:
+        self.name = name
+        self.cluster_name = cluster_name
+        self.auto_create_topic = auto_create_topic
+        self.region = region
+        self.store = BrokerStore(name, clock_ms=clock_ms)
+        self.clients: dict[str, set[str]] = {}
+        self._rng = rng
+        self._on_topic_created = on_topic_created
+        if auto_create_topic:
+            self.store.put_topic(
+                TopicConfig(
+                    AUTO_CREATE_TOPIC,
+                    DEFAULT_TOPIC_QUEUE_NUMS,
+                    DEFAULT_TOPIC_QUEUE_NUMS,
+                    PERM_READ | PERM_WRITE | PERM_INHERIT,
+                )
+            )
+
+    def __repr__(self) -> str:
+        return f"Broker({self.name}, auto_create_topic={self.auto_create_topic}, {self.store!r})"
+
+    def set_store_host(self, host: str, port: int) -> None:
+        self.store.set_store_host(host, port)
+
+    # -- RequestHandler ------------------------------------------------------------------
+
+    def handle(self, payload: bytes, decider: Decider, peer: str) -> Reply | None:
+        request = decode_payload(payload)
+        if request.is_response:
+            return None
+        if request.code in SEND_CODES:
+            decision = decider(True)
+            response = self.process_send(request, decision, peer)
+        else:
+            decision = decider(False)
+            response = self.process_other(request)
+        if request.is_oneway:
+            return None
+        return Reply(encode_frame(response), decision.delay)
+
+    def process_other(self, request: RemotingCommand) -> RemotingCommand:
+        code = request.code
+        if code == RequestCode.HEART_BEAT:
+            return self._heartbeat(request)
+        if code == RequestCode.UNREGISTER_CLIENT:
+            return self._unregister(request)
+        if code == RequestCode.GET_MAX_OFFSET:
+            return self._max_offset(request)
+        return not_supported(request)
+
+    # -- sends ---------------------------------------------------------------------------
+
+    def process_send(
+        self, request: RemotingCommand, decision: FaultDecision, peer: str
+    ) -> RemotingCommand:
+        try:
+            header = parse_send_request_header(request)
+        except HeaderFieldError as exc:
+            return _system_error(request, f"{_REMOTING_EXCEPTION}: {exc}")
+        trace = {"MSG_REGION": self.region, "TRACE_ON": "true"}
+        if decision.error_code is not None:
+            remark = _INJECTED_REMARKS.get(
+                decision.error_code, f"[dev cluster] injected error {decision.error_code}"
+            )
+            return request.make_response(decision.error_code, ext_fields=trace, remark=remark)
+        try:
+            config = self._check(header, peer)
+            queue_id = self._queue_id(header, config)
+            pending = self._pending(header, request.body, peer)
+        except _Refusal as refusal:
+            return request.make_response(refusal.code, ext_fields=trace, remark=refusal.remark)
+        stored = self.store.append(header.topic, queue_id, pending)
+        return request.make_response(
+            decision.store_status or ResponseCode.SUCCESS,
+            ext_fields={**_send_fields(stored, queue_id), **trace},
+        )
+
+    def _check(self, header: SendMessageRequestHeader, peer: str) -> TopicConfig:
+        """``msgCheck``: topic name, topic config (auto-created if allowed), queue id."""
+        topic = header.topic
+        if not topic.strip():
+            raise _Refusal(ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
+        if not _VALID_TOPIC.fullmatch(topic):
+            raise _Refusal(
+                ResponseCode.SYSTEM_ERROR,
+                "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$",
+            )
+        if len(topic) > MAX_TOPIC_LENGTH:
+            raise _Refusal(
+                ResponseCode.SYSTEM_ERROR, "The specified topic is longer than topic max length."
+            )
+        if topic in _NOT_ALLOWED_SEND_TOPICS:
+            raise _Refusal(
+                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+            )
+        config = self.store.topic(topic) or self._auto_create(header)
+        if config is None:
+            raise _Refusal(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
+            )
+        if header.queue_id >= config.queue_id_limit:
+            raise _Refusal(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{header.queue_id}] is illegal, {config.describe()} "
+                f"Producer: {peer}",
+            )
+        return config
+
+    def _auto_create(self, header: SendMessageRequestHeader) -> TopicConfig | None:
+        """``createTopicInSendMessageMethod``: inherit from the default topic if it allows."""
+        default = self.store.topic(header.default_topic)
+        if default is None:
+            return None
+        perm = default.perm
+        if header.default_topic == AUTO_CREATE_TOPIC and not self.auto_create_topic:
+            perm = PERM_READ | PERM_WRITE
+        if not perm & PERM_INHERIT:
+            return None
+        queues = max(0, min(header.default_topic_queue_nums, default.write_queue_nums))
+        config = TopicConfig(header.topic, queues, queues, perm & ~PERM_INHERIT)
+        self.store.put_topic(config)
+        if self._on_topic_created is not None:
+            self._on_topic_created(self.name, config)
+        return config
+
+    def _queue_id(self, header: SendMessageRequestHeader, config: TopicConfig) -> int:
+        if header.queue_id >= 0:
+            return header.queue_id
+        if config.write_queue_nums <= 0:
+            raise _Refusal(ResponseCode.SYSTEM_ERROR, "java.lang.ArithmeticException: / by zero")
+        return self._rng.randrange(config.write_queue_nums)
+
+    def _pending(
+        self, header: SendMessageRequestHeader, body: bytes, peer: str
+    ) -> list[PendingMessage]:
+        if header.batch:
+            return self._pending_batch(header, body, peer)
+        props = decode_properties(header.properties or "")
+        props.pop(WAIT, None)  # the broker drops it to save 9 bytes (4.9.4)
+        props[CLUSTER] = self.cluster_name
+        props_text = encode_properties(props)
+        if len(props_text) > MAX_PROPERTIES_CHARS:
+            raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
+        size = stored_size(len(body), len(header.topic.encode()), len(props_text.encode()))
+        if size > MAX_MESSAGE_SIZE:
+            raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
+        return [
+            PendingMessage(
+                body=_inflate(body, header.sys_flag),
+                properties=props,
+                size=size,
+                born_timestamp=header.born_timestamp,
+                sys_flag=header.sys_flag,
+                flag=header.flag,
+                born_host=peer,
+                reconsume_times=header.reconsume_times,
+            )
+        ]
+
+    def _pending_batch(
+        self, header: SendMessageRequestHeader, body: bytes, peer: str
+    ) -> list[PendingMessage]:
+        batch_props = decode_properties(header.properties or "")
+        batch_props[CLUSTER] = self.cluster_name
+        if header.sys_flag & _TRANSACTION_TYPE_MASK or DELAY in batch_props:
+            raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
+        batch_text = encode_properties(batch_props).encode()
+        try:
+            items = decode_batch(body)
+        except RemoteProtocolError as exc:
+            raise _Refusal(ResponseCode.SYSTEM_ERROR, f"bad batch body: {exc}") from None
+        if not items or len(body) > MAX_MESSAGE_SIZE:
+            raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
+        topic_len = len(header.topic.encode())
+        pending: list[PendingMessage] = []
+        for item in items:
+            own = item.properties.encode()
+            separator = 1 if own and batch_text and not own.endswith(b"\x02") else 0
+            size = stored_size(len(item.body), topic_len, len(own) + separator + len(batch_text))
+            if size > MAX_MESSAGE_SIZE:
+                raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
+            props = {**decode_properties(item.properties), **batch_props}
+            pending.append(
+                PendingMessage(
+                    body=item.body,
+                    properties=props,
+                    size=size,
+                    born_timestamp=header.born_timestamp,
+                    sys_flag=header.sys_flag,
+                    flag=item.flag,
+                    born_host=peer,
+                )
+            )
+        return pending
+
+    # -- other requests ------------------------------------------------------------------
+
+    def _heartbeat(self, request: RemotingCommand) -> RemotingCommand:
+        try:
+            heartbeat = _heartbeat_decoder.decode(request.body)
+        except msgspec.DecodeError as exc:
+            return _system_error(request, f"HeartbeatData decode failed: {exc}")
+        groups = self.clients.setdefault(heartbeat.clientID, set())
+        for producer in heartbeat.producerDataSet:
+            group = producer.get("groupName")
+            if isinstance(group, str):
+                groups.add(group)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def _unregister(self, request: RemotingCommand) -> RemotingCommand:
+        client_id = request.field("clientID")
+        if client_id is None:
+            return _system_error(
+                request, f"{_REMOTING_EXCEPTION}: the custom field <clientID> is null"
+            )
+        groups = self.clients.get(client_id)
+        if groups is not None:
+            groups.discard(request.field("producerGroup") or "")
+            if not groups:
+                del self.clients[client_id]
+        return request.make_response(ResponseCode.SUCCESS, ext_fields={})
+
+    def _max_offset(self, request: RemotingCommand) -> RemotingCommand:
+        topic, queue_id = request.field("topic"), request.field("queueId")
+        if topic is None or queue_id is None or not queue_id.lstrip("-").isdigit():
+            return _system_error(
+                request, f"{_REMOTING_EXCEPTION}: GET_MAX_OFFSET needs topic and a numeric queueId"
+            )
+        offset = self.store.max_offset(topic, int(queue_id))
+        return request.make_response(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
+
+
+def _inflate(body: bytes, sys_flag: int) -> bytes:
+    """The original body; a broker does not look inside, so a bad one is kept as sent."""
+    try:
+        return decompress_body(body, sys_flag, max_size=64 * MAX_MESSAGE_SIZE)
+    except RemoteProtocolError:
+        return body
+
+
+def _send_fields(stored: list[StoredMessage], queue_id: int) -> dict[str, str]:
+    return {
+        "msgId": ",".join(message.offset_msg_id for message in stored),
+        "queueId": str(queue_id),
+        "queueOffset": str(stored[0].queue_offset),
+    }
+
+
+def _system_error(request: RemotingCommand, remark: str) -> RemotingCommand:
+    return request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark)

@@ -1,0 +1,326 @@
+"""``DevCluster``: a name server and N brokers in this process, on asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import random
+import time
+from collections.abc import Collection, Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from producer.testing._broker import Broker
+from producer.testing._faults import FaultSpec
+from producer.testing._namesrv import NameServer
+from producer.testing._server import Listener
+from producer.testing._sink import SinkBroker
+from producer.testing._store import (
+    AUTO_CREATE_TOPIC,
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    PERM_INHERIT,
+    PERM_READ,
+    PERM_WRITE,
+    StoredMessage,
+    TopicConfig,
+)
+
+__all__ = ["DevCluster", "broker_name"]
+
+
+def broker_name(index: int) -> str:
+    """``broker-a`` ... ``broker-z``, ``broker-aa``, ...: the names brokers get."""
+    letters = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        letters = chr(ord("a") + rest) + letters
+    return f"broker-{letters}"
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _advertised(host: str) -> str:
+    """The address clients are told: an IPv4 literal (wildcards and names -> loopback)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "127.0.0.1"
+    if address.version != 4 or address.is_unspecified:
+        return "127.0.0.1"
+    return host
+
+
+class DevCluster:
+    """A RocketMQ name server and ``brokers`` brokers speaking the 4.9.4 remoting protocol.
+
+    ::
+
+        async with DevCluster(brokers=2, topics={"Orders": 4}) as cluster:
+            producer = Producer("group", namesrv=cluster.namesrv_addr)
+            await cluster.set_fault("broker-a", FaultSpec(latency_ms=200))
+            ...
+            assert cluster.message_count("Orders") == 10
+
+    ``topics`` maps topic -> write/read queues on every broker (see :meth:`add_topic` for
+    other layouts). ``auto_create_topic`` is ``True`` / ``False`` for all brokers or the
+    names of the brokers that have it (those serve ``TBW102`` and create topics on first
+    send, like ``autoCreateTopicEnable``). Ports default to 0 (free ports), and stay fixed
+    while the cluster runs: a broker brought back after ``down`` listens on its old port.
+    ``seed`` seeds every server's own generator (fault draws, random queue choice).
+    ``http_port`` also starts the HTTP control API on 127.0.0.1 (0 = any free port).
+    ``sink=True`` makes brokers count sends without storing or checking them.
+
+    Runs on asyncio (including under ``anyio.run(..., backend="asyncio")``). For trio or
+    synchronous code use :class:`~producer.testing.DevClusterThread`.
+    """
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        topics: Mapping[str, int] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        namesrv_port: int = 0,
+        broker_ports: Iterable[int] | None = None,
+        auto_create_topic: bool | Collection[str] = True,
+        seed: int = 0,
+        http_port: int | None = None,
+        sink: bool = False,
+        cluster_name: str = "DefaultCluster",
+    ) -> None:
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        names = [broker_name(i) for i in range(brokers)]
+        ports = list(broker_ports) if broker_ports is not None else [0] * brokers
+        if len(ports) != brokers:
+            raise ValueError(f"{len(ports)} broker ports given for {brokers} brokers")
+        self.host = host
+        self.seed = seed
+        self.sink = sink
+        self.http_port = http_port
+        self._advertised_host = _advertised(host)
+        self._namesrv = NameServer(cluster_name=cluster_name)
+        self._namesrv_listener = Listener(
+            "namesrv", self._namesrv, host=host, port=namesrv_port, rng=self._rng("namesrv")
+        )
+        self._handlers: dict[str, Broker | SinkBroker] = {}
+        self._listeners: dict[str, Listener] = {}
+        self._http: Any = None
+        self._started = False
+        for name, port in zip(names, ports, strict=True):
+            auto = (
+                auto_create_topic
+                if isinstance(auto_create_topic, bool)
+                else name in auto_create_topic
+            )
+            handler = self._make_handler(name, auto, cluster_name)
+            self._handlers[name] = handler
+            self._listeners[name] = Listener(
+                name, handler, host=host, port=port, rng=self._rng(f"{name}/faults")
+            )
+            if auto:
+                self._register(
+                    name,
+                    TopicConfig(
+                        AUTO_CREATE_TOPIC,
+                        DEFAULT_TOPIC_QUEUE_NUMS,
+                        DEFAULT_TOPIC_QUEUE_NUMS,
+                        PERM_READ | PERM_WRITE | PERM_INHERIT,
+                    ),
+                )
+        for topic, queues in (topics or {}).items():
+            self.add_topic(topic, queues)
+
+    def _rng(self, purpose: str) -> random.Random:
+        return random.Random(f"{self.seed}/{purpose}")
+
+    def _make_handler(self, name: str, auto_create: bool, cluster_name: str) -> Broker | SinkBroker:
+        if self.sink:
+            return SinkBroker(name)
+        return Broker(
+            name,
+            clock_ms=_wall_clock_ms,
+            rng=self._rng(f"{name}/queues"),
+            cluster_name=cluster_name,
+            auto_create_topic=auto_create,
+            on_topic_created=self._namesrv.register_topic,
+        )
+
+    def __repr__(self) -> str:
+        state = "running" if self._started else "stopped"
+        return (
+            f"DevCluster({state}, namesrv={self.namesrv_addr}, brokers={self.broker_names}, "
+            f"messages={self.message_count()}, sink={self.sink})"
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> DevCluster:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "DevCluster runs on asyncio; from trio or sync code use DevClusterThread"
+            ) from None
+        if self._started:
+            return
+        self._started = True
+        try:
+            await self._namesrv_listener.start()
+            for name, listener in self._listeners.items():
+                await listener.start()
+                address = f"{self._advertised_host}:{listener.port}"
+                self._handlers[name].set_store_host(self._advertised_host, listener.port)
+                self._namesrv.register_broker(name, address)
+            if self.http_port is not None:
+                from producer.testing._http import HttpControl
+
+                self._http = HttpControl(self, port=self.http_port)
+                await self._http.start()
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        """Stop listening, close every connection, cancel pending delayed answers."""
+        self._started = False
+        if self._http is not None:
+            http, self._http = self._http, None
+            await http.aclose()
+        for listener in self._listeners.values():
+            await listener.aclose()
+        await self._namesrv_listener.aclose()
+
+    # -- addresses -----------------------------------------------------------------------
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"{self._advertised_host}:{self._namesrv_listener.port}"
+
+    @property
+    def broker_names(self) -> list[str]:
+        return list(self._listeners)
+
+    def broker_addr(self, name: str) -> str:
+        return f"{self._advertised_host}:{self._listener(name).port}"
+
+    @property
+    def http_url(self) -> str | None:
+        """``http://127.0.0.1:<port>`` of the control API, when it runs."""
+        return None if self._http is None else self._http.url
+
+    # -- faults --------------------------------------------------------------------------
+
+    async def set_fault(self, broker: str, spec: FaultSpec) -> None:
+        """Replace ``broker``'s fault; takes effect for the next request or connection."""
+        await self._listener(broker).set_fault(spec)
+
+    async def clear_fault(self, broker: str) -> None:
+        await self._listener(broker).set_fault(FaultSpec())
+
+    def fault(self, broker: str) -> FaultSpec:
+        return self._listener(broker).fault
+
+    async def set_namesrv_fault(self, spec: FaultSpec) -> None:
+        await self._namesrv_listener.set_fault(spec)
+
+    async def set_namesrv_down(self, down: bool) -> None:
+        await self._namesrv_listener.set_fault(FaultSpec(down=down))
+
+    @property
+    def namesrv_fault(self) -> FaultSpec:
+        return self._namesrv_listener.fault
+
+    # -- topics and messages -------------------------------------------------------------
+
+    def add_topic(
+        self, name: str, queues: int, perm: int = 6, brokers: Iterable[str] | None = None
+    ) -> None:
+        """Create (or reconfigure) ``name`` with ``queues`` read/write queues on ``brokers``
+        (default: all); routes show it at once."""
+        for broker in self.broker_names if brokers is None else list(brokers):
+            self._listener(broker)
+            self._register(broker, TopicConfig(name, queues, queues, perm))
+
+    def _register(self, broker: str, config: TopicConfig) -> None:
+        handler = self._handlers[broker]
+        if isinstance(handler, Broker):
+            handler.store.put_topic(config)
+        self._namesrv.register_topic(broker, config)
+
+    def message_count(self, topic: str | None = None, *, broker: str | None = None) -> int:
+        """Messages stored (counted, in sink mode), for one topic and/or broker."""
+        names = self.broker_names if broker is None else [broker]
+        return sum(self._handler_count(name, topic) for name in names)
+
+    def _handler_count(self, name: str, topic: str | None) -> int:
+        handler = self._handlers[name]
+        if isinstance(handler, SinkBroker):
+            return handler.message_count(topic)
+        return handler.store.message_count(topic)
+
+    def messages(self, topic: str | None = None) -> list[StoredMessage]:
+        """Stored messages, broker by broker, each by queue then offset (none in sink mode)."""
+        return [
+            message
+            for handler in self._handlers.values()
+            if isinstance(handler, Broker)
+            for message in handler.store.messages(topic)
+        ]
+
+    def unique_msg_ids(self, topic: str) -> set[str]:
+        """The distinct ``UNIQ_KEY`` values stored for ``topic`` (fewer than
+        :meth:`message_count` means duplicates)."""
+        keys: set[str] = set()
+        for handler in self._handlers.values():
+            if isinstance(handler, Broker):
+                keys |= handler.store.uniq_keys(topic)
+        return keys
+
+    def clients(self, broker: str) -> dict[str, frozenset[str]]:
+        """Client id -> producer groups, from the heartbeats ``broker`` has seen."""
+        handler = self._handlers[broker]
+        if isinstance(handler, SinkBroker):
+            return {}
+        return {client: frozenset(groups) for client, groups in handler.clients.items()}
+
+    def broker_status(self, name: str) -> dict[str, Any]:
+        """A JSON-ready summary of one broker (what ``GET /brokers`` lists)."""
+        listener = self._listener(name)
+        handler = self._handlers[name]
+        by_topic = (
+            dict(handler.by_topic)
+            if isinstance(handler, SinkBroker)
+            else handler.store.counts_by_topic()
+        )
+        return {
+            "name": name,
+            "address": self.broker_addr(name),
+            "listening": listener.is_listening,
+            "connections": listener.connection_count,
+            "requests": listener.requests,
+            "fault": listener.fault.to_json(),
+            "messages": sum(by_topic.values()),
+            "topics": by_topic,
+        }
+
+    def _listener(self, name: str) -> Listener:
+        try:
+            return self._listeners[name]
+        except KeyError:
+            raise KeyError(f"no broker {name!r}; brokers are {self.broker_names}") from None

@@ -1,0 +1,136 @@
+"""The name server: topic routes as a 4.9.4 name server hands them out (no I/O).
+
+Brokers are registered in-process (the cluster calls :meth:`NameServer.register_broker`
+and :meth:`NameServer.register_topic`) rather than over REGISTER_BROKER. Routes list
+brokers in the order of Java's ``HashMap`` iteration over broker names, as the real
+server does (``broker-b`` before ``broker-a``): clients must not rely on it.
+"""
+
+from __future__ import annotations
+
+from producer._protocol.codes import PROTOCOL_VERSION, RequestCode, ResponseCode
+from producer._protocol.command import RemotingCommand
+from producer._protocol.frame import decode_payload, encode_frame
+from producer._protocol.route import (
+    MASTER_ID,
+    BrokerData,
+    QueueData,
+    TopicRouteData,
+    encode_route_data,
+)
+from producer.testing._broker import not_supported
+from producer.testing._server import Decider, Reply
+from producer.testing._store import TopicConfig
+
+__all__ = ["NameServer", "java_hash_order"]
+
+_FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+
+def _java_string_hash(text: str) -> int:
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_order(names: list[str]) -> list[str]:
+    """The iteration order of a ``java.util.HashMap`` with ``names`` inserted in order."""
+    capacity = 16
+    while len(names) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(item: tuple[int, str]) -> tuple[int, int]:
+        h = _java_string_hash(item[1])
+        return ((h ^ (h >> 16)) & (capacity - 1), item[0])
+
+    return [name for _, name in sorted(enumerate(names), key=bucket)]
+
+
+class NameServer:
+    """Route tables and the GET_ROUTEINFO_BY_TOPIC handler."""
+
+    def __init__(self, *, cluster_name: str = "DefaultCluster") -> None:
+        self.cluster_name = cluster_name
+        self._brokers: dict[str, str] = {}
+        self._topics: dict[str, dict[str, QueueData]] = {}
+
+    def __repr__(self) -> str:
+        return f"NameServer(brokers={list(self._brokers)}, topics={len(self._topics)})"
+
+    # -- registration --------------------------------------------------------------------
+
+    def register_broker(self, name: str, address: str) -> None:
+        self._brokers[name] = address
+
+    def register_topic(self, broker_name: str, config: TopicConfig) -> None:
+        self._topics.setdefault(config.name, {})[broker_name] = QueueData(
+            broker_name=broker_name,
+            read_queue_nums=config.read_queue_nums,
+            write_queue_nums=config.write_queue_nums,
+            perm=config.perm,
+            topic_sys_flag=config.topic_sys_flag,
+        )
+
+    def topics(self) -> list[str]:
+        return sorted(self._topics)
+
+    # -- routes --------------------------------------------------------------------------
+
+    def route(self, topic: str) -> TopicRouteData | None:
+        """``pickupTopicRouteData``: ``None`` when no registered broker has the topic."""
+        queues = self._topics.get(topic)
+        if not queues:
+            return None
+        names = [name for name in java_hash_order(list(queues)) if name in self._brokers]
+        if not names:
+            return None
+        return TopicRouteData(
+            queue_datas=[queues[name] for name in names],
+            broker_datas=[
+                BrokerData(
+                    cluster=self.cluster_name,
+                    broker_name=name,
+                    broker_addrs={MASTER_ID: self._brokers[name]},
+                )
+                for name in names
+            ],
+        )
+
+    # -- RequestHandler ------------------------------------------------------------------
+
+    def handle(self, payload: bytes, decider: Decider, peer: str) -> Reply | None:
+        request = decode_payload(payload)
+        if request.is_response:
+            return None
+        decision = decider(False)
+        if request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            response = self.route_response(request)
+        else:
+            response = not_supported(request)
+        if request.is_oneway:
+            return None
+        return Reply(encode_frame(response), decision.delay)
+
+    def route_response(self, request: RemotingCommand) -> RemotingCommand:
+        topic = request.field("topic")
+        if topic is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                remark="org.apache.rocketmq.remoting.exception.RemotingCommandException: "
+                "the custom field <topic> is null",
+            )
+        route = self.route(topic)
+        if route is None:
+            return request.make_response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                remark=f"No topic route info in name server for the topic: {topic}{_FAQ}",
+            )
+        standard = (
+            request.version >= PROTOCOL_VERSION
+            or (request.field("acceptStandardJsonOnly") or "").lower() == "true"
+        )
+        return request.make_response(
+            ResponseCode.SUCCESS, body=encode_route_data(route, legacy=not standard)
+        )

@@ -1,0 +1,227 @@
+"""One broker's topic table and in-memory message store (pure: no I/O, clock injected).
+
+Offsets follow a real 4.9.4 broker: each topic queue counts its messages from 0, and
+the commit-log offset advances by the size the message would take in a real commit log
+(``CommitLog.calMsgLength``), so offset message ids match the real broker's for the same
+sequence of sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from producer._protocol.message_codec import make_offset_msg_id
+
+__all__ = [
+    "AUTO_CREATE_TOPIC",
+    "PERM_INHERIT",
+    "PERM_READ",
+    "PERM_WRITE",
+    "BrokerStore",
+    "PendingMessage",
+    "StoredMessage",
+    "TopicConfig",
+    "stored_size",
+]
+
+AUTO_CREATE_TOPIC = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC
+PERM_INHERIT = 1
+PERM_WRITE = 2
+PERM_READ = 4
+DEFAULT_TOPIC_QUEUE_NUMS = 8  # BrokerConfig.defaultTopicQueueNums: TBW102's queue count
+
+# CommitLog.calMsgLength without body, topic and properties (IPv4 born and store hosts):
+# totalSize 4, magic 4, bodyCRC 4, queueId 4, flag 4, queueOffset 8, physicalOffset 8,
+# sysFlag 4, bornTimestamp 8, bornHost 8, storeTimestamp 8, storeHost 8,
+# reconsumeTimes 4, preparedTransactionOffset 8, bodyLength 4, topicLength 1,
+# propertiesLength 2.
+_FIXED_MESSAGE_BYTES = 91
+
+
+def stored_size(body_len: int, topic_len: int, properties_len: int) -> int:
+    """Bytes one message takes in a 4.9.4 commit log (IPv4 hosts)."""
+    return _FIXED_MESSAGE_BYTES + body_len + topic_len + properties_len
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """A topic as one broker knows it (``perm``: 4 read, 2 write, 1 inherit)."""
+
+    name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int = PERM_READ | PERM_WRITE
+    topic_sys_flag: int = 0
+
+    @property
+    def queue_id_limit(self) -> int:
+        """Queue ids below this are accepted (``max(read, write)``, as in ``msgCheck``)."""
+        return max(self.read_queue_nums, self.write_queue_nums)
+
+    def describe(self) -> str:
+        """``TopicConfig.toString()`` of 4.9.4, used in the broker's error remarks."""
+        perm = (
+            ("R" if self.perm & PERM_READ else "-")
+            + ("W" if self.perm & PERM_WRITE else "-")
+            + ("X" if self.perm & PERM_INHERIT else "-")
+        )
+        return (
+            f"TopicConfig [topicName={self.name}, readQueueNums={self.read_queue_nums}, "
+            f"writeQueueNums={self.write_queue_nums}, perm={perm}, "
+            f"topicFilterType=SINGLE_TAG, topicSysFlag={self.topic_sys_flag}, order=false]"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMessage:
+    """A message the broker accepted, before the store gives it offsets."""
+
+    body: bytes
+    properties: Mapping[str, str]
+    size: int
+    born_timestamp: int = 0
+    sys_flag: int = 0
+    flag: int = 0
+    born_host: str = ""
+    reconsume_times: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message as the dev cluster stored it (``body`` is decompressed)."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    body: bytes
+    properties: Mapping[str, str]
+    uniq_key: str | None
+    born_timestamp: int
+    store_timestamp: int
+    broker_name: str
+    commit_log_offset: int
+    offset_msg_id: str
+    sys_flag: int = 0
+    flag: int = 0
+    born_host: str = ""
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get("TAGS")
+
+    @property
+    def keys(self) -> list[str]:
+        return [k for k in self.properties.get("KEYS", "").split(" ") if k]
+
+
+@dataclass
+class _TopicStats:
+    count: int = 0
+    uniq_keys: set[str] = field(default_factory=set)
+
+
+class BrokerStore:
+    """Topic configs, per-queue message lists and the commit-log position of one broker.
+
+    ``keep_messages=False`` counts messages without keeping them (sink mode, benchmarks).
+    """
+
+    def __init__(
+        self,
+        broker_name: str,
+        *,
+        clock_ms: Callable[[], int],
+        keep_messages: bool = True,
+    ) -> None:
+        self.broker_name = broker_name
+        self.topics: dict[str, TopicConfig] = {}
+        self.commit_log_offset = 0
+        self.keep_messages = keep_messages
+        self._clock_ms = clock_ms
+        self._queues: dict[tuple[str, int], list[StoredMessage]] = {}
+        self._next_offset: dict[tuple[str, int], int] = {}
+        self._stats: dict[str, _TopicStats] = {}
+        self._id_prefix = ""
+
+    def __repr__(self) -> str:
+        return (
+            f"BrokerStore({self.broker_name}, topics={len(self.topics)}, "
+            f"messages={self.message_count()}, commit_log_offset={self.commit_log_offset})"
+        )
+
+    def set_store_host(self, host: str, port: int) -> None:
+        """The address baked into offset message ids (set once the port is known)."""
+        self._id_prefix = make_offset_msg_id(host, port, 0)[:-16]
+
+    # -- topics --------------------------------------------------------------------------
+
+    def put_topic(self, config: TopicConfig) -> None:
+        self.topics[config.name] = config
+
+    def topic(self, name: str) -> TopicConfig | None:
+        return self.topics.get(name)
+
+    # -- messages ------------------------------------------------------------------------
+
+    def append(self, topic: str, queue_id: int, batch: list[PendingMessage]) -> list[StoredMessage]:
+        """Store messages in one queue, consecutively; returns them with their offsets."""
+        key = (topic, queue_id)
+        queue_offset = self._next_offset.get(key, 0)
+        now = self._clock_ms()
+        stats = self._stats.get(topic)
+        if stats is None:
+            stats = self._stats[topic] = _TopicStats()
+        stored: list[StoredMessage] = []
+        for pending in batch:
+            offset = self.commit_log_offset
+            uniq_key = pending.properties.get("UNIQ_KEY")
+            message = StoredMessage(
+                topic=topic,
+                queue_id=queue_id,
+                queue_offset=queue_offset,
+                body=pending.body,
+                properties=pending.properties,
+                uniq_key=uniq_key,
+                born_timestamp=pending.born_timestamp,
+                store_timestamp=now,
+                broker_name=self.broker_name,
+                commit_log_offset=offset,
+                offset_msg_id=f"{self._id_prefix}{offset:016X}",
+                sys_flag=pending.sys_flag,
+                flag=pending.flag,
+                born_host=pending.born_host,
+            )
+            stored.append(message)
+            self.commit_log_offset += pending.size
+            queue_offset += 1
+            stats.count += 1
+            if uniq_key is not None:
+                stats.uniq_keys.add(uniq_key)
+        self._next_offset[key] = queue_offset
+        if self.keep_messages:
+            self._queues.setdefault(key, []).extend(stored)
+        return stored
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """The next queue offset (``getMaxOffsetInQueue``): 0 for an unknown queue."""
+        return self._next_offset.get((topic, queue_id), 0)
+
+    def message_count(self, topic: str | None = None) -> int:
+        if topic is not None:
+            stats = self._stats.get(topic)
+            return 0 if stats is None else stats.count
+        return sum(stats.count for stats in self._stats.values())
+
+    def uniq_keys(self, topic: str) -> set[str]:
+        stats = self._stats.get(topic)
+        return set() if stats is None else set(stats.uniq_keys)
+
+    def counts_by_topic(self) -> dict[str, int]:
+        return {topic: stats.count for topic, stats in self._stats.items()}
+
+    def messages(self, topic: str | None = None) -> Iterator[StoredMessage]:
+        """Stored messages by queue then offset (only with ``keep_messages``)."""
+        for (name, _queue_id), queue in sorted(self._queues.items()):
+            if topic is None or name == topic:
+                yield from queue
