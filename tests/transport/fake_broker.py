@@ -10,8 +10,8 @@ Its behaviour is plain attributes, set before or during a test:
 * ``garbage_after``: on the N-th request, answer with bytes that are no frame.
 * ``push_first``: a request frame to send the client before each response (the broker's
   CHECK_TRANSACTION_STATE kind), which the client must ignore.
-* ``stall_reading``: do not read until :meth:`resume_reading`, so the client's socket
-  buffers fill and its transport pauses.
+* ``stall_reading``: do not call ``receive`` until :meth:`resume_reading` (anyio on
+  asyncio still reads into memory; :class:`SilentPeer` is the peer that truly never reads).
 
 Responses echo the request's ``echo`` ext field, so a test can tell them apart.
 """
@@ -19,6 +19,8 @@ Responses echo the request's ``echo`` ext field, so a test can tell them apart.
 from __future__ import annotations
 
 import random
+import socket
+from collections.abc import Callable
 from typing import Literal
 
 import anyio
@@ -142,3 +144,30 @@ class FakeBroker:
         frames.append(encode_frame(echo_response(request)))
         await stream.send(b"".join(frames))
         return True
+
+
+class SilentPeer:
+    """A listening socket that accepts and never reads: the client's buffers fill up.
+
+    The kernel completes the handshake without ``accept``; :meth:`reset` accepts and closes
+    with unread data, which sends the client a reset.
+    """
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(5)
+        self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def reset(self) -> None:
+        peer, _ = self._listener.accept()
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        peer.close()
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+async def wait_until(predicate: Callable[[], bool]) -> None:
+    """Yield to other tasks and callbacks until ``predicate()`` holds (no timed sleeps)."""
+    while not predicate():
+        await anyio.lowlevel.checkpoint()
