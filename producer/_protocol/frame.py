@@ -105,6 +105,8 @@ def decode_frame(frame: bytes) -> RemotingCommand:
     if len(frame) < 8:
         raise RemoteProtocolError(f"frame of {len(frame)} bytes is shorter than its prefix")
     (length,) = _INT32.unpack_from(frame, 0)
+    if length + 4 > MAX_FRAME_BYTES:
+        raise RemoteProtocolError(f"frame of {length + 4} bytes exceeds {MAX_FRAME_BYTES}")
     if length + 4 != len(frame):
         raise RemoteProtocolError(
             f"frame length field says {length + 4} bytes but {len(frame)} were given"
