@@ -120,6 +120,14 @@ class InFlight:
     def __len__(self) -> int:
         return len(self._pending)
 
+    def __contains__(self, opaque: int) -> bool:
+        return opaque in self._pending
+
+    @property
+    def scheduled(self) -> int:
+        """Deadline-heap items, stale ones included (bounded by ~2x pending + slack)."""
+        return len(self._heap)
+
     @property
     def queued(self) -> int:
         """Frames waiting for the writer (including ones cancelled since)."""

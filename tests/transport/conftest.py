@@ -74,9 +74,13 @@ def _live_tasks() -> set[object]:
     return found
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 async def no_stray_tasks(anyio_backend: Any) -> AsyncIterator[None]:
-    """Fail a test that leaves a task behind (autouse: torn down after every fixture)."""
+    """Fail a test that leaves a task behind.
+
+    Async test modules use it through ``pytestmark`` (``usefixtures`` come first, so this
+    is torn down after the server and connector fixtures).
+    """
     before = _live_tasks()
     yield
     await anyio.lowlevel.checkpoint()  # let tasks cancelled at teardown finish

@@ -11,7 +11,7 @@ import pytest
 from producer._transport import Connector
 from producer.errors import ConnectError, LocalProtocolError
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_stray_tasks")]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from producer.errors import (
 
 from .fake_broker import FakeBroker, SilentPeer, wait_until
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_stray_tasks")]
 
 LONG_MS = 30_000  # a timeout no test waits for: if it fires, the test is wrong
 

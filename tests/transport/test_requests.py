@@ -20,7 +20,7 @@ from producer.errors import ConnectionLostError
 
 from .fake_broker import FakeBroker
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_stray_tasks")]
 
 CHECK_TRANSACTION_STATE = 39
 
