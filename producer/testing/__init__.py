@@ -1,7 +1,30 @@
-"""An embedded RocketMQ dev cluster for tests, demos and benchmarks."""
+"""An embedded RocketMQ dev cluster for tests, demos and benchmarks.
 
+* :class:`DevCluster` - name server + brokers on asyncio (``async with``).
+* :class:`DevClusterThread` - the same on a background thread, with a synchronous,
+  thread-safe API (sync tests, trio, scripts); the pytest fixture uses it.
+* :class:`FaultSpec` - what a broker (or the name server) does wrong.
+* :class:`StoredMessage`, :class:`TopicConfig` - what the brokers hold.
+* :func:`run_cluster_cli` - ``python -m producer cluster``.
+"""
+
+from producer.testing._cli import add_cluster_arguments, run_cluster_cli
 from producer.testing._cluster import DevCluster
 from producer.testing._faults import FaultSpec, FaultSpecError
 from producer.testing._store import StoredMessage, TopicConfig
+from producer.testing._thread import DevClusterThread
 
-__all__ = ["DevCluster", "FaultSpec", "FaultSpecError", "StoredMessage", "TopicConfig"]
+__all__ = [
+    # clusters
+    "DevCluster",
+    "DevClusterThread",
+    # faults
+    "FaultSpec",
+    "FaultSpecError",
+    # stored state
+    "StoredMessage",
+    "TopicConfig",
+    # command line
+    "add_cluster_arguments",
+    "run_cluster_cli",
+]

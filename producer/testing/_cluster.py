@@ -25,7 +25,7 @@ from producer.testing._store import (
     TopicConfig,
 )
 
-__all__ = ["DevCluster", "broker_name"]
+__all__ = ["DevCluster", "broker_name", "parse_topics"]
 
 
 def broker_name(index: int) -> str:
@@ -36,6 +36,18 @@ def broker_name(index: int) -> str:
         index, rest = divmod(index - 1, 26)
         letters = chr(ord("a") + rest) + letters
     return f"broker-{letters}"
+
+
+def parse_topics(text: str | list[str]) -> dict[str, int]:
+    """``"Orders:4 Payments:2"`` (or a list of ``NAME:QUEUES``) -> ``{"Orders": 4, ...}``."""
+    items = text.split() if isinstance(text, str) else [t for part in text for t in part.split()]
+    topics: dict[str, int] = {}
+    for item in items:
+        name, sep, queues = item.rpartition(":")
+        if not sep or not name or not queues.isdigit() or int(queues) < 1:
+            raise ValueError(f"topic {item!r} is not NAME:QUEUES (e.g. Orders:4)")
+        topics[name] = int(queues)
+    return topics
 
 
 def _wall_clock_ms() -> int:

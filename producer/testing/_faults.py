@@ -72,14 +72,14 @@ class FaultSpec:
         for name in _BOOLEANS:
             if not isinstance(getattr(self, name), bool):
                 raise FaultSpecError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        code = self.error_code
-        if code is not None and (
-            type(code) is not int or code == 0 or not -(2**15) <= code < 2**15
-        ):
+        code = _as_int("error_code", self.error_code)
+        if code is not None and (code == 0 or not -(2**15) <= code < 2**15):
             raise FaultSpecError(f"error_code must be a non-zero int16 response code, got {code!r}")
-        status = self.store_status
-        if status is not None and (type(status) is not int or status not in NOT_STORE_OK_CODES):
+        status = _as_int("store_status", self.store_status)
+        if status is not None and status not in NOT_STORE_OK_CODES:
             raise FaultSpecError(f"store_status must be one of 10, 11, 12, got {status!r}")
+        object.__setattr__(self, "error_code", code)  # plain ints, also from IntEnum codes
+        object.__setattr__(self, "store_status", status)
 
     @property
     def is_healthy(self) -> bool:
@@ -111,6 +111,14 @@ class FaultSpec:
             for f in dataclasses.fields(self)
             if getattr(self, f.name) != f.default
         }
+
+
+def _as_int(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise FaultSpecError(f"{name} must be an integer response code, got {value!r}")
+    return int(value)
 
 
 def _is_number(value: object) -> bool:

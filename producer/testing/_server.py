@@ -80,6 +80,9 @@ class _Connection(asyncio.Protocol):
         except RemoteProtocolError as exc:
             log.debug("%s: closing %s after bad bytes: %s", self._listener.name, self.peer, exc)
             self.abort()
+        except Exception:  # a bug in a handler must not kill the server
+            log.exception("%s: request from %s failed; closing", self._listener.name, self.peer)
+            self.abort()
 
     def _split(self, data: bytes) -> list[bytes]:
         buffer = self._buffer

@@ -1,0 +1,119 @@
+"""``python -m producer cluster``: run a dev cluster until interrupted.
+
+Prints one line per server (``namesrv 127.0.0.1:9876``, ``broker-a 127.0.0.1:40123``,
+``http http://127.0.0.1:8080``) then ``ready``; with ``--json`` one JSON object instead,
+for scripts and benchmarks that start it as a subprocess. SIGINT / SIGTERM shut it down
+cleanly (exit status 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from producer.testing._cluster import DevCluster, parse_topics
+
+__all__ = ["add_cluster_arguments", "run_cluster", "run_cluster_cli"]
+
+DEFAULT_NAMESRV_PORT = 9876
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``cluster`` command's options to ``parser`` (e.g. a subcommand parser)."""
+    parser.add_argument("--brokers", type=int, default=2, help="number of brokers (default 2)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument(
+        "--namesrv-port",
+        type=int,
+        default=DEFAULT_NAMESRV_PORT,
+        help=f"name server port (default {DEFAULT_NAMESRV_PORT}; 0 = any free port)",
+    )
+    parser.add_argument(
+        "--http-port", type=int, default=None, help="also serve the HTTP control API here"
+    )
+    parser.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="NAME:QUEUES",
+        help="create a topic on every broker (repeatable)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for fault draws")
+    parser.add_argument(
+        "--no-auto-create",
+        dest="auto_create_topic",
+        action="store_false",
+        help="brokers refuse unknown topics instead of creating them",
+    )
+    parser.add_argument(
+        "--sink", action="store_true", help="brokers count sends without storing (benchmarks)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the addresses as JSON")
+    return parser
+
+
+def _cluster_from(args: argparse.Namespace) -> DevCluster:
+    return DevCluster(
+        brokers=args.brokers,
+        topics=parse_topics(args.topic),
+        host=args.host,
+        namesrv_port=args.namesrv_port,
+        auto_create_topic=args.auto_create_topic,
+        seed=args.seed,
+        http_port=args.http_port,
+        sink=args.sink,
+    )
+
+
+def _announce(cluster: DevCluster, *, as_json: bool, out: TextIO) -> None:
+    brokers = {name: cluster.broker_addr(name) for name in cluster.broker_names}
+    if as_json:
+        info = {"namesrv": cluster.namesrv_addr, "brokers": brokers, "http": cluster.http_url}
+        print(json.dumps(info), file=out, flush=True)
+        return
+    lines = [f"namesrv {cluster.namesrv_addr}"] + [f"{n} {a}" for n, a in brokers.items()]
+    if cluster.http_url is not None:
+        lines.append(f"http {cluster.http_url}")
+    print("\n".join([*lines, "ready"]), file=out, flush=True)
+
+
+async def run_cluster(
+    args: argparse.Namespace, *, stop: asyncio.Event | None = None, out: TextIO | None = None
+) -> int:
+    """Run the cluster described by ``args`` until ``stop`` is set or SIGINT/SIGTERM."""
+    stop = stop if stop is not None else asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+    try:
+        async with _cluster_from(args) as cluster:
+            _announce(cluster, as_json=args.json, out=out or sys.stdout)
+            await stop.wait()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+    return 0
+
+
+def run_cluster_cli(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m producer cluster [options]``; returns the exit status."""
+    parser = add_cluster_arguments(
+        argparse.ArgumentParser(prog="python -m producer cluster", description=__doc__)
+    )
+    args = parser.parse_args(argv)
+    try:
+        return asyncio.run(run_cluster(args))
+    except ValueError as exc:  # bad --topic and the like
+        parser.error(str(exc))
+    except OSError as exc:  # port in use
+        print(f"cannot start the dev cluster: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,176 @@
+"""``DevClusterThread``: a :class:`DevCluster` on its own event loop in a background thread.
+
+For synchronous code, trio, or any test style: every method is synchronous and safe to
+call from any thread; it runs on the cluster's loop and waits for the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from producer.testing._cluster import DevCluster
+from producer.testing._faults import FaultSpec
+from producer.testing._store import StoredMessage
+
+__all__ = ["DevClusterThread"]
+
+T = TypeVar("T")
+_TIMEOUT = 30.0
+
+
+class DevClusterThread:
+    """Same arguments as :class:`DevCluster`; use as ``with DevClusterThread(...) as c:``."""
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        topics: Mapping[str, int] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        namesrv_port: int = 0,
+        broker_ports: Iterable[int] | None = None,
+        auto_create_topic: bool | Collection[str] = True,
+        seed: int = 0,
+        http_port: int | None = None,
+        sink: bool = False,
+    ) -> None:
+        self.cluster = DevCluster(
+            brokers,
+            topics,
+            host=host,
+            namesrv_port=namesrv_port,
+            broker_ports=broker_ports,
+            auto_create_topic=auto_create_topic,
+            seed=seed,
+            http_port=http_port,
+            sink=sink,
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        alive = self._thread is not None and self._thread.is_alive()
+        return f"DevClusterThread({'running' if alive else 'stopped'}, {self.cluster!r})"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def __enter__(self) -> DevClusterThread:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="rocketmq-dev-cluster", daemon=True)
+        self._thread.start()
+        ready.wait()
+        try:
+            self._run(self.cluster.start)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop the cluster and its thread (idempotent)."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            self._run(self.cluster.aclose)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(_TIMEOUT)
+            self._loop = self._thread = None
+
+    def _run(self, func: Callable[[], Awaitable[T]]) -> T:
+        if self._loop is None:
+            raise RuntimeError("the dev cluster thread is not running")
+
+        async def call() -> T:
+            return await func()
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(_TIMEOUT)
+
+    def _query(self, func: Callable[[], T]) -> T:
+        async def call() -> T:
+            return func()
+
+        return self._run(call)
+
+    # -- addresses -----------------------------------------------------------------------
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self.cluster.namesrv_addr
+
+    @property
+    def broker_names(self) -> list[str]:
+        return self.cluster.broker_names
+
+    def broker_addr(self, name: str) -> str:
+        return self.cluster.broker_addr(name)
+
+    @property
+    def http_url(self) -> str | None:
+        return self.cluster.http_url
+
+    # -- control and queries (run on the cluster's loop) ---------------------------------
+
+    def set_fault(self, broker: str, spec: FaultSpec) -> None:
+        self._run(lambda: self.cluster.set_fault(broker, spec))
+
+    def clear_fault(self, broker: str) -> None:
+        self._run(lambda: self.cluster.clear_fault(broker))
+
+    def fault(self, broker: str) -> FaultSpec:
+        return self.cluster.fault(broker)
+
+    def set_namesrv_fault(self, spec: FaultSpec) -> None:
+        self._run(lambda: self.cluster.set_namesrv_fault(spec))
+
+    def set_namesrv_down(self, down: bool) -> None:
+        self._run(lambda: self.cluster.set_namesrv_down(down))
+
+    def add_topic(
+        self, name: str, queues: int, perm: int = 6, brokers: Iterable[str] | None = None
+    ) -> None:
+        names = None if brokers is None else list(brokers)
+        self._query(lambda: self.cluster.add_topic(name, queues, perm, names))
+
+    def message_count(self, topic: str | None = None, *, broker: str | None = None) -> int:
+        return self._query(lambda: self.cluster.message_count(topic, broker=broker))
+
+    def messages(self, topic: str | None = None) -> list[StoredMessage]:
+        return self._query(lambda: self.cluster.messages(topic))
+
+    def unique_msg_ids(self, topic: str) -> set[str]:
+        return self._query(lambda: self.cluster.unique_msg_ids(topic))
+
+    def clients(self, broker: str) -> dict[str, frozenset[str]]:
+        return self._query(lambda: self.cluster.clients(broker))
+
+    def broker_status(self, name: str) -> dict[str, Any]:
+        return self._query(lambda: self.cluster.broker_status(name))
