@@ -58,7 +58,7 @@ def test_frames_round_trip_in_both_header_encodings(command: RemotingCommand) ->
     assert word >> 24 == command.serialize_type
 
 
-@deterministic
+@settings(deterministic, max_examples=40)
 @given(st.lists(commands(), min_size=1, max_size=6), st.integers(1, 7))
 def test_a_stream_decodes_whole_in_chunks_and_byte_by_byte(
     batch: list[RemotingCommand], chunk: int
@@ -73,7 +73,7 @@ def test_a_stream_decodes_whole_in_chunks_and_byte_by_byte(
         assert decoder.buffered == 0
 
 
-@deterministic
+@settings(deterministic, max_examples=40)
 @given(commands(), st.binary(min_size=1, max_size=8))
 def test_decode_frame_rejects_trailing_and_missing_bytes(
     command: RemotingCommand, extra: bytes
@@ -85,7 +85,7 @@ def test_decode_frame_rejects_trailing_and_missing_bytes(
         decode_frame(frame[:-1])
 
 
-@deterministic
+@settings(deterministic, max_examples=40)
 @given(commands(), st.binary(min_size=1, max_size=3))
 def test_stream_decoder_keeps_a_partial_trailing_frame(
     command: RemotingCommand, extra: bytes

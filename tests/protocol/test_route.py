@@ -6,7 +6,7 @@ import contextlib
 import json
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from producer._message import MessageQueue
@@ -201,7 +201,7 @@ def test_route_round_trips_in_both_encodings(route: TopicRouteData, legacy: bool
     assert parse_route_data(body) == route
 
 
-@deterministic
+@settings(deterministic, max_examples=40)
 @given(_routes)
 def test_standard_encoding_is_plain_json(route: TopicRouteData) -> None:
     document = json.loads(encode_route_data(route, legacy=False))
