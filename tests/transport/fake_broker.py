@@ -158,6 +158,19 @@ class SilentPeer:
         self._listener.settimeout(5)
         self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
 
+    def answer(self, count: int) -> None:
+        """Blocking (run it in a thread): accept, read ``count`` requests, echo them all."""
+        peer, _ = self._listener.accept()
+        with peer:
+            peer.settimeout(10)
+            decoder, requests = FrameDecoder(), []
+            while len(requests) < count:
+                requests += decoder.feed(peer.recv(1 << 20))
+            peer.sendall(b"".join(encode_frame(echo_response(r)) for r in requests))
+            peer.shutdown(socket.SHUT_WR)
+            while peer.recv(1 << 16):  # until the client closes, so nothing is reset
+                pass
+
     def reset(self) -> None:
         peer, _ = self._listener.accept()
         peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from producer._protocol.codes import RequestCode
@@ -179,6 +180,31 @@ async def _fill_and_close(connection: Connection, peer: SilentPeer) -> None:
     by_written = sorted((e.written, e.fate) for e in errors)
     assert by_written == [(False, Fate.NOT_STORED), (True, Fate.UNKNOWN)]
     assert all("closed locally" in str(e) for e in errors)
+
+
+async def test_held_back_requests_go_out_when_the_peer_reads_again(
+    connector: Connector,
+) -> None:
+    peer = SilentPeer()
+    try:
+        connection = await connector.connect(peer.address, 2000)
+        echoes: list[str | None] = []
+
+        async def one(command: RemotingCommand) -> None:
+            echoes.append((await connection.request(command, LONG_MS)).field("echo"))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, request("big", body=b"x" * (15 * 1024 * 1024)))
+            await wait_until(lambda: connection.stats.frames_written == 1)
+            group.start_soon(one, request("queued"))
+            await wait_until(lambda: connection.pending_count == 2)
+            assert connection.stats.frames_written == 1  # held back, not lost
+            await anyio.to_thread.run_sync(peer.answer, 2)
+        assert sorted(echoes) == ["big", "queued"]  # type: ignore[type-var]
+        assert connection.stats.frames_written == 2
+        await connection.aclose()
+    finally:
+        peer.close()
 
 
 async def test_garbage_closes_the_connection(broker: FakeBroker, connector: Connector) -> None:
