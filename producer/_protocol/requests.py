@@ -17,7 +17,8 @@ Sends are split in two so that a retry is cheap (DESIGN S7, A4):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from producer._message import Message, MessageQueue
 from producer._protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
@@ -44,7 +45,6 @@ from producer._protocol.route import TopicRouteData, parse_route_data
 from producer._protocol.send_header import (
     DEFAULT_TOPIC,
     DEFAULT_TOPIC_QUEUE_NUMS,
-    SendMessageRequestHeader,
     int_str,
     parse_int,
 )
@@ -116,12 +116,12 @@ def parse_max_offset_response(response: RemotingCommand) -> int:
 # -- sends ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedMessage:
+class PreparedMessage(msgspec.Struct, frozen=True):
     """A message (or batch) encoded once, ready to be sent to any queue of its topic.
 
     ``msg_id`` is the ``UNIQ_KEY`` (comma-joined for a batch, as Java reports it).
-    ``header_fields`` are the ``a``..``m`` fields with placeholder queue id and born time.
+    ``header_fields`` are the ``a``..``m`` fields with placeholder queue id and born time;
+    :func:`build_send_request` copies them, so they are never mutated.
     """
 
     topic: str
@@ -196,6 +196,7 @@ class SendRequestFactory:
     """Prepares sends for one producer group; holds the settings that shape every send."""
 
     __slots__ = (
+        "_queue_nums",
         "compress_level",
         "compress_threshold",
         "default_topic",
@@ -218,6 +219,7 @@ class SendRequestFactory:
         self.producer_group = producer_group
         self.default_topic = default_topic
         self.default_topic_queue_nums = default_topic_queue_nums
+        self._queue_nums = int_str(default_topic_queue_nums)
         self.compress_threshold = compress_threshold
         self.compress_level = compress_level
         self.max_message_size = max_message_size
@@ -266,21 +268,23 @@ class SendRequestFactory:
         *,
         batch: bool = False,
     ) -> PreparedMessage:
-        header = SendMessageRequestHeader(
-            producer_group=self.producer_group,
-            topic=topic,
-            default_topic=self.default_topic,
-            default_topic_queue_nums=self.default_topic_queue_nums,
-            queue_id=0,  # set per attempt by build_send_request
-            sys_flag=sys_flag,
-            born_timestamp=0,  # likewise
-            flag=flag,
-            properties=properties,
-            batch=batch,
-        )
-        return PreparedMessage(
-            topic, body, sys_flag, properties, msg_id, batch, header.to_v2_fields()
-        )
+        # The same fields as SendMessageRequestHeader.to_v2_fields (a test holds them
+        # equal), written out because this runs once per message.
+        fields = {
+            "a": self.producer_group,
+            "b": topic,
+            "c": self.default_topic,
+            "d": self._queue_nums,
+            "e": "0",  # queue id: set per attempt by build_send_request
+            "f": int_str(sys_flag),
+            "g": "0",  # born timestamp: likewise
+            "h": int_str(flag),
+            "i": properties,
+            "j": "0",
+            "k": "false",
+            "m": "true" if batch else "false",
+        }
+        return PreparedMessage(topic, body, sys_flag, properties, msg_id, batch, fields)
 
     def __repr__(self) -> str:
         return (

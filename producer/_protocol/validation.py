@@ -149,8 +149,9 @@ def check_keys(keys: object) -> None:
     if isinstance(keys, str):
         _check_no_separators("keys", keys)
         return
-    if not isinstance(keys, Iterable):
-        raise MessageValidationError("keys", keys, "a string or an iterable of strings")
+    if not isinstance(keys, Iterable) or iter(keys) is keys:
+        # A one-shot iterator would be used up here and arrive empty at the encoder.
+        raise MessageValidationError("keys", keys, "a string or a collection of strings")
     for key in keys:
         if not isinstance(key, str) or not key:
             raise MessageValidationError("key", key, "a non-empty string")

@@ -24,7 +24,7 @@ from producer._protocol.requests import (
     route_request,
     unregister_client_request,
 )
-from producer._protocol.send_header import parse_send_request_header
+from producer._protocol.send_header import SendMessageRequestHeader, parse_send_request_header
 from producer.errors import (
     LocalProtocolError,
     MessageValidationError,
@@ -206,3 +206,24 @@ def test_batch_rules_are_enforced() -> None:
     uncompressed = SendRequestFactory("g").prepare_batch(large, [KEY])
     assert uncompressed.sys_flag == 0
     assert decode_batch(uncompressed.body)[0].body == b"y" * 5000
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_prepared_header_fields_equal_the_header_dataclass(batch: bool) -> None:
+    factory = SendRequestFactory("g", default_topic_queue_nums=16)
+    message = _message(body=b"z" * 5000, flag=3)
+    prepared = factory.prepare_batch([message], [KEY]) if batch else factory.prepare(message, KEY)
+    request = build_send_request(prepared, QUEUE, 1795259977471)
+    header = SendMessageRequestHeader(
+        producer_group="g",
+        topic="Orders",
+        default_topic_queue_nums=16,
+        queue_id=2,
+        sys_flag=prepared.sys_flag,
+        born_timestamp=1795259977471,
+        flag=0 if batch else 3,
+        properties=prepared.properties,
+        batch=batch,
+    )
+    assert request.ext_fields == header.to_v2_fields()
+    assert list(request.ext_fields) == list(header.to_v2_fields())

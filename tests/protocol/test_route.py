@@ -217,3 +217,11 @@ def test_fastjson_escaping_of_each_mode() -> None:
     legacy = encode_route_data(route, legacy=True)
     assert b'"cluster":"\\u00E9\\/\\u2028\\u0001\\t"' in standard
     assert '"cluster":"é/\\u2028\\u0001\\t"'.encode() in legacy
+
+
+def test_route_body_fed_whole_with_trailing_bytes_and_cut_short() -> None:
+    body = decode_frame(frame("probe/01_route_json_version0_legacy_body.response").raw).body
+    assert parse_route_data(body + b" \n") == parse_route_data(body)  # JSON allows whitespace
+    for broken in (body + b"x", body + b"}", body[:-1], body[: len(body) // 2]):
+        with pytest.raises(RemoteProtocolError):
+            parse_route_data(broken)
