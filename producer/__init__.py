@@ -4,21 +4,32 @@ The public surface is re-exported here; modules whose names start with ``_`` are
 """
 
 from producer._attempts import AttemptOutcome, AttemptRecord
+from producer._future import SendFuture
+from producer._hooks import AttemptContext
 from producer._message import Message, MessageQueue
+from producer._producer import Producer, ProducerState
 from producer._result import SendResult, SendStatus
-from producer.errors import ProducerError
+from producer._retry_policy import RetryPolicy
+from producer.errors import Fate, ProducerError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # the producer and its settings
+    "Producer",
+    "ProducerState",
+    "RetryPolicy",
+    "AttemptContext",
     # messages and results
     "AttemptOutcome",
     "AttemptRecord",
     "Message",
     "MessageQueue",
+    "SendFuture",
     "SendResult",
     "SendStatus",
     # errors (the whole tree lives in producer.errors)
+    "Fate",
     "ProducerError",
     "__version__",
 ]

@@ -1,0 +1,66 @@
+"""Send hooks: code that runs before and after every attempt, like Java's SendMessageHook.
+
+A hook is any object with ``before_attempt(ctx)`` and/or ``after_attempt(ctx)``; each may
+be a plain function or a coroutine function. A hook that raises is logged and ignored: it
+must never change a send's outcome.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from producer._message import Message, MessageQueue
+from producer._result import SendResult
+from producer.errors import ProducerError
+
+log = logging.getLogger("producer")
+
+
+@dataclass(slots=True)
+class AttemptContext:
+    """What a hook sees of one attempt. ``result``/``error``/``latency_ms`` are set after."""
+
+    group: str
+    message: Message
+    queue: MessageQueue
+    broker_addr: str
+    attempt: int
+    msg_id: str
+    result: SendResult | None = None
+    error: ProducerError | None = None
+    latency_ms: float | None = None
+
+
+class HookRunner:
+    """Calls every hook's ``before_attempt`` / ``after_attempt`` in registration order."""
+
+    __slots__ = ("_after", "_before")
+
+    def __init__(self, hooks: Sequence[object] = ()) -> None:
+        self._before = [h.before_attempt for h in hooks if hasattr(h, "before_attempt")]
+        self._after = [h.after_attempt for h in hooks if hasattr(h, "after_attempt")]
+
+    @property
+    def active(self) -> bool:
+        return bool(self._before or self._after)
+
+    async def before(self, ctx: AttemptContext) -> None:
+        for hook in self._before:
+            await _call(hook, ctx)
+
+    async def after(self, ctx: AttemptContext) -> None:
+        for hook in self._after:
+            await _call(hook, ctx)
+
+
+async def _call(hook: Any, ctx: AttemptContext) -> None:
+    try:
+        outcome = hook(ctx)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception:
+        log.exception("send hook %r raised; ignored", hook)

@@ -1,0 +1,67 @@
+"""Producer settings: the Java client's names in snake_case, with its defaults, validated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from latency_fault import ROUTER_NAMES
+from producer._protocol.validation import DEFAULT_MAX_MESSAGE_SIZE
+from producer._retry_policy import RetryPolicy
+from producer.errors import LocalProtocolError
+
+Routing = Literal["off", "classic_4_9", "classic_5", "adaptive"]
+DEFAULT_ROUTING: Routing = "adaptive"
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerOptions:
+    send_timeout: float = 3000.0
+    retry_times_when_send_failed: int = 2
+    retry_times_when_send_async_failed: int = 2
+    retry_another_broker_when_not_store_ok: bool = False
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    compress_over: int = 4096
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy.default)
+    routing: Routing = DEFAULT_ROUTING
+    route_refresh_interval: float = 30_000.0
+    heartbeat_interval: float = 30_000.0
+    probe_interval: float = 1_000.0
+    connect_timeout: float = 3000.0
+    max_in_flight: int = 10_000
+    max_in_flight_bytes: int = 256 * 1024 * 1024
+    backpressure: Literal["wait", "fail"] = "wait"
+    close_timeout: float = 5000.0
+
+    def __post_init__(self) -> None:
+        positive = {
+            "send_timeout": self.send_timeout,
+            "max_message_size": self.max_message_size,
+            "route_refresh_interval": self.route_refresh_interval,
+            "heartbeat_interval": self.heartbeat_interval,
+            "probe_interval": self.probe_interval,
+            "connect_timeout": self.connect_timeout,
+            "max_in_flight": self.max_in_flight,
+            "max_in_flight_bytes": self.max_in_flight_bytes,
+        }
+        for name, value in positive.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise LocalProtocolError(f"{name} must be a positive number, got {value!r}")
+        for name in ("retry_times_when_send_failed", "retry_times_when_send_async_failed"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise LocalProtocolError(f"{name} must be an int >= 0, got {value!r}")
+        if self.compress_over < 0:
+            raise LocalProtocolError(f"compress_over must be >= 0, got {self.compress_over!r}")
+        if self.close_timeout < 0:
+            raise LocalProtocolError(f"close_timeout must be >= 0, got {self.close_timeout!r}")
+        if self.routing not in ROUTER_NAMES:
+            raise LocalProtocolError(
+                f"routing must be one of {sorted(ROUTER_NAMES)}, got {self.routing!r}"
+            )
+        if self.backpressure not in ("wait", "fail"):
+            raise LocalProtocolError(
+                f"backpressure must be 'wait' or 'fail', got {self.backpressure!r}"
+            )
+        if not isinstance(self.retry_policy, RetryPolicy):
+            raise LocalProtocolError(f"retry_policy must be a RetryPolicy: {self.retry_policy!r}")

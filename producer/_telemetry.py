@@ -1,0 +1,102 @@
+"""OpenTelemetry through ``opentelemetry-api`` only: a no-op until the app installs an SDK.
+
+One span per send (``<topic> publish``, kind PRODUCER) with an event per attempt, messaging
+semantic-convention attributes, and metrics: send duration, attempts, retries and bans.
+"""
+
+from __future__ import annotations
+
+from opentelemetry import metrics, trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from producer._attempts import AttemptRecord
+from producer._result import SendResult
+from producer.errors import ProducerError
+
+_SCOPE = "rocketmq-aio-producer"
+
+
+class Telemetry:
+    """The producer's instruments; cheap when no SDK is configured."""
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self._tracer = trace.get_tracer(_SCOPE)
+        meter = metrics.get_meter(_SCOPE)
+        self._duration = meter.create_histogram(
+            "messaging.client.operation.duration",
+            unit="s",
+            description="Duration of a send, all attempts included",
+        )
+        self._attempts = meter.create_counter(
+            "rocketmq.producer.attempts", unit="{attempt}", description="Send attempts by outcome"
+        )
+        self._retries = meter.create_counter(
+            "rocketmq.producer.retries", unit="{retry}", description="Attempts after the first"
+        )
+        self._bans = meter.create_counter(
+            "rocketmq.producer.broker_bans",
+            unit="{ban}",
+            description="Times fault-aware routing started avoiding a broker",
+        )
+
+    def start_send(self, topic: str, operation: str) -> Span:
+        span = self._tracer.start_span(f"{topic} publish", kind=SpanKind.PRODUCER)
+        if span.is_recording():
+            span.set_attributes(
+                {
+                    "messaging.system": "rocketmq",
+                    "messaging.operation.type": "publish",
+                    "messaging.operation.name": operation,
+                    "messaging.destination.name": topic,
+                    "messaging.rocketmq.client_group": self.group,
+                }
+            )
+        return span
+
+    def attempt(self, span: Span, topic: str, record: AttemptRecord, number: int) -> None:
+        attrs = {
+            "messaging.destination.name": topic,
+            "rocketmq.broker.name": record.broker_name,
+            "rocketmq.outcome": record.outcome.value,
+        }
+        self._attempts.add(1, attrs)
+        if number > 1:
+            self._retries.add(1, {"rocketmq.broker.name": record.broker_name})
+        if span.is_recording():
+            span.add_event(
+                "attempt",
+                {
+                    "rocketmq.attempt": number,
+                    "rocketmq.broker.name": record.broker_name,
+                    "messaging.destination.partition.id": str(record.queue_id),
+                    "rocketmq.outcome": record.outcome.value,
+                    "rocketmq.response_code": -1 if record.code is None else record.code,
+                    "rocketmq.latency_ms": record.latency_ms,
+                },
+            )
+
+    def ban(self, broker: str) -> None:
+        self._bans.add(1, {"rocketmq.broker.name": broker})
+
+    def finish_ok(self, span: Span, topic: str, result: SendResult, seconds: float) -> None:
+        self._duration.record(seconds, {"messaging.destination.name": topic})
+        if span.is_recording():
+            span.set_attributes(
+                {
+                    "messaging.message.id": result.msg_id,
+                    "messaging.destination.partition.id": str(result.queue.queue_id),
+                    "rocketmq.broker.name": result.queue.broker_name,
+                    "rocketmq.send_status": result.status.value,
+                }
+            )
+        span.end()
+
+    def finish_error(self, span: Span, topic: str, error: ProducerError, seconds: float) -> None:
+        self._duration.record(
+            seconds, {"messaging.destination.name": topic, "error.type": type(error).__name__}
+        )
+        if span.is_recording():
+            span.set_attribute("error.type", type(error).__name__)
+            span.set_status(Status(StatusCode.ERROR, str(error.message)))
+        span.end()
