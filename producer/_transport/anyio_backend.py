@@ -37,7 +37,6 @@ __all__ = ["AnyioConnection", "AnyioConnector"]
 
 _log = logging.getLogger("producer.transport")
 
-EXPIRY_SLACK_S = 0.001  # as the asyncio backend: timers may fire a hair early
 _STREAM_ERRORS = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
@@ -186,7 +185,7 @@ class AnyioConnection:
             self._wake_sweeper = anyio.Event()
             with anyio.CancelScope(deadline=self._sweeper_deadline):
                 await self._wake_sweeper.wait()
-            self._inflight.expire(anyio.current_time() + EXPIRY_SLACK_S)
+            self._inflight.expire(anyio.current_time())  # never early, as asyncio_backend
 
     def _shutdown(self, reason: str, cause: BaseException | None = None) -> None:
         """Fail everything pending (once), stop the tasks, tell the close callbacks."""

@@ -38,10 +38,6 @@ __all__ = ["AsyncioConnection", "AsyncioConnector"]
 
 _log = logging.getLogger("producer.transport")
 
-# libuv timers have 1 ms granularity and asyncio may run a timer up to its clock's
-# resolution early; treating deadlines this close as due avoids re-arming for a sliver.
-EXPIRY_SLACK_S = 0.001
-
 
 class AsyncioConnection(asyncio.Protocol):
     """A multiplexed connection; made by :class:`AsyncioConnector`, not directly."""
@@ -162,7 +158,9 @@ class AsyncioConnection(asyncio.Protocol):
 
     def _sweep(self) -> None:
         self._timer, self._timer_when = None, math.inf
-        self._inflight.expire(self._loop.time() + EXPIRY_SLACK_S)
+        # Never early: a timer that fires a hair before the deadline (asyncio allows its
+        # clock resolution, libuv rounds to ms) just re-arms for the rest.
+        self._inflight.expire(self._loop.time())
         following = self._inflight.next_deadline()
         if following is not None:
             self._arm(following)
