@@ -51,11 +51,12 @@ class RequestHandler(Protocol):
 
 
 class _Connection(asyncio.Protocol):
-    __slots__ = ("_buffer", "_listener", "peer", "transport")
+    __slots__ = ("_buffer", "_listener", "_outbox", "peer", "transport")
 
     def __init__(self, listener: Listener) -> None:
         self._listener = listener
         self._buffer = bytearray()
+        self._outbox: list[bytes] | None = None
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
 
@@ -72,17 +73,25 @@ class _Connection(asyncio.Protocol):
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        # Answers to the requests of one read go out in one write (one syscall).
+        outbox: list[bytes] = []
+        self._outbox = outbox
         try:
             for payload in self._split(data):
                 if self.transport is None or self.transport.is_closing():
                     return
                 self._listener._on_request(self, payload)
+            self._outbox = None
+            if outbox:
+                self.write(outbox[0] if len(outbox) == 1 else b"".join(outbox))
         except RemoteProtocolError as exc:
             log.debug("%s: closing %s after bad bytes: %s", self._listener.name, self.peer, exc)
             self.abort()
         except Exception:  # a bug in a handler must not kill the server
             log.exception("%s: request from %s failed; closing", self._listener.name, self.peer)
             self.abort()
+        finally:
+            self._outbox = None
 
     def _split(self, data: bytes) -> list[bytes]:
         buffer = self._buffer
@@ -102,7 +111,9 @@ class _Connection(asyncio.Protocol):
         return payloads
 
     def write(self, frame: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
+        if self._outbox is not None:
+            self._outbox.append(frame)
+        elif self.transport is not None and not self.transport.is_closing():
             self.transport.write(frame)
 
     def abort(self, *, rst: bool = False) -> None:

@@ -9,7 +9,6 @@ still apply; their (rare) answers take the ordinary encoder.
 
 from __future__ import annotations
 
-import re
 import struct
 
 from producer._protocol.codes import FLAG_ONEWAY, RequestCode, SerializeType
@@ -18,24 +17,19 @@ from producer._protocol.frame import encode_frame, encode_header
 from producer._protocol.message_codec import make_offset_msg_id
 from producer._protocol.send_header import DEFAULT_REGION
 from producer.errors import RemoteProtocolError
+from producer.testing._faults import FaultDecision
 from producer.testing._server import Decider, Reply
 
 __all__ = ["SinkBroker"]
 
 _INT32 = struct.Struct(">i")
-_INT16 = struct.Struct(">h")
 _PREFIX = struct.Struct(">ii")
 _BINARY_OPAQUE = 5  # code int16, language int8, version int16, then opaque
-_BINARY_FLAG = 9
 _PLACEHOLDER = 1987654321
-_JSON_FIELD = {
-    name: re.compile(rb'"' + name.encode() + rb'":(-?[0-9]+)')
-    for name in ("code", "opaque", "flag")
-}
-_JSON_TOPIC = re.compile(rb'"(?:b|topic)":"((?:[^"\\]|\\.)*)"')
-_SEND = frozenset(
-    {RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE}
-)
+_SEND = frozenset({10, 310, 320})  # SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE
+_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+_JSON, _ROCKETMQ = int(SerializeType.JSON), int(SerializeType.ROCKETMQ)
+_BINARY_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 
 
 class _Template:
@@ -102,35 +96,33 @@ class SinkBroker:
         if len(payload) < 4:
             raise RemoteProtocolError("frame too short")
         (word,) = _INT32.unpack_from(payload, 0)
-        serialize_type, header_len = (word >> 24) & 0xFF, word & 0xFFFFFF
-        header = payload[4 : 4 + header_len]
-        if serialize_type == SerializeType.ROCKETMQ and header_len >= 13:
-            (code,) = _INT16.unpack_from(header, 0)
-            (opaque,) = _INT32.unpack_from(header, _BINARY_OPAQUE)
-            (flag,) = _INT32.unpack_from(header, _BINARY_FLAG)
-        elif serialize_type == SerializeType.JSON:
-            code, opaque, flag = (_json_int(header, name) for name in ("code", "opaque", "flag"))
+        serialize_type, header_len = word >> 24, word & 0xFFFFFF
+        if serialize_type == _ROCKETMQ and header_len >= 13:
+            code, _, _, opaque, flag = _BINARY_FIXED.unpack_from(payload, 4)
+        elif serialize_type == _JSON:
+            header = payload[4 : 4 + header_len]
+            code = _json_int(header, b'"code":')
+            opaque = _json_int(header, b'"opaque":')
+            flag = _json_int(header, b'"flag":')
         else:
             raise RemoteProtocolError(f"unreadable header (type {serialize_type})")
         is_send = code in _SEND
         decision = decider(is_send)
         if is_send and decision.error_code is None:
-            self._count(payload, 4 + header_len, code, _topic(header, serialize_type))
+            self._count(payload, header_len, code, serialize_type)
         if flag & FLAG_ONEWAY:
             return None
-        answer_code = decision.error_code if is_send else None
-        answer_code = answer_code or (decision.store_status if is_send else None)
-        if answer_code is not None:
-            frame = self._slow(answer_code, opaque, serialize_type, ok=decision.error_code is None)
+        if is_send and (decision.error_code or decision.store_status):
+            frame = self._slow(decision, opaque, serialize_type)
         else:
             templates = self._send_templates if is_send else self._other_templates
             frame = templates[serialize_type].render(opaque, serialize_type)
         return Reply(frame, decision.delay)
 
-    def _count(self, payload: bytes, body_start: int, code: int, topic: str) -> None:
+    def _count(self, payload: bytes, header_len: int, code: int, serialize_type: int) -> None:
         count = 1
-        if code == RequestCode.SEND_BATCH_MESSAGE:
-            count, pos, end = 0, body_start, len(payload)
+        if code == _BATCH:
+            count, pos, end = 0, 4 + header_len, len(payload)
             while pos + 4 <= end:
                 (size,) = _INT32.unpack_from(payload, pos)
                 if size <= 0:
@@ -138,16 +130,19 @@ class SinkBroker:
                 pos += size
                 count += 1
         self.messages += count
+        topic = _topic(payload, header_len, serialize_type)
         self.by_topic[topic] = self.by_topic.get(topic, 0) + count
 
-    def _slow(self, code: int, opaque: int, serialize_type: int, *, ok: bool) -> bytes:
+    def _slow(self, decision: FaultDecision, opaque: int, serialize_type: int) -> bytes:
+        """An injected error, or a non-OK store status, through the ordinary encoder."""
+        ok = decision.error_code is None
+        code = decision.store_status if ok else decision.error_code
         trace = {"MSG_REGION": DEFAULT_REGION, "TRACE_ON": "true"}
-        fields = dict(self._send_fields) if ok else trace
         command = RemotingCommand(
-            code,
+            code or 0,
             opaque=opaque,
             flag=1,
-            ext_fields=fields,
+            ext_fields=dict(self._send_fields) if ok else trace,
             remark=None if ok else f"[dev cluster] injected error {code}",
             language=0,
             serialize_type=SerializeType(serialize_type),
@@ -155,22 +150,33 @@ class SinkBroker:
         return encode_frame(command)
 
 
-def _json_int(header: bytes, name: str) -> int:
-    match = _JSON_FIELD[name].search(header)
-    if match is None:
-        raise RemoteProtocolError(f"JSON header without {name}")
-    return int(match.group(1))
+def _json_int(header: bytes, key: bytes) -> int:
+    at = header.find(key)
+    if at < 0:
+        raise RemoteProtocolError(f"JSON header without {key.decode()}")
+    start = at + len(key)
+    digits = header[start : start + 12].partition(b",")[0].partition(b"}")[0]
+    try:
+        return int(digits)
+    except ValueError:
+        raise RemoteProtocolError(f"JSON header {key.decode()} is not a number") from None
 
 
-def _topic(header: bytes, serialize_type: int) -> str:
-    if serialize_type == SerializeType.JSON:
-        match = _JSON_TOPIC.search(header)
-        return match.group(1).decode() if match else ""
-    # ROCKETMQ: ext fields are (int16 key len, key, int32 value len, value)*; find "b".
+def _topic(payload: bytes, header_len: int, serialize_type: int) -> str:
+    """The send's topic (``b`` or, for SEND_MESSAGE, ``topic``); names hold no quotes."""
+    end = 4 + header_len
+    if serialize_type == _JSON:
+        for key in (b'"b":"', b'"topic":"'):
+            at = payload.find(key, 4, end)
+            if at >= 0:
+                start = at + len(key)
+                return payload[start : payload.find(b'"', start, end)].decode()
+        return ""
+    # ROCKETMQ ext fields: (int16 key length, key, int32 value length, value)*.
     for key in (b"\x00\x01b", b"\x00\x05topic"):
-        at = header.find(key)
+        at = payload.find(key, 4, end)
         if at >= 0:
             start = at + len(key)
-            (length,) = _INT32.unpack_from(header, start)
-            return header[start + 4 : start + 4 + length].decode(errors="replace")
+            (length,) = _INT32.unpack_from(payload, start)
+            return payload[start + 4 : start + 4 + length].decode(errors="replace")
     return ""
