@@ -116,7 +116,7 @@ class AsyncioConnection(asyncio.Protocol):
         if self._shutdown(f"connection to {self._address} closed locally"):
             assert self._transport is not None
             self._transport.close()  # sends what the transport holds, then FIN
-        if self._transport is None:
+        if self._transport is None or self._lost.done():
             return
         # A peer that stops reading could hold close() forever: abort after a grace period.
         abort = self._loop.call_later(self._close_timeout_s, self._transport.abort)

@@ -65,7 +65,9 @@ def _live_tasks() -> set[object]:
     import trio
 
     found: set[object] = set()
-    pending = [trio.lowlevel.current_root_task()]
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    pending = [root]
     while pending:
         task = pending.pop()
         found.add(task)

@@ -163,7 +163,7 @@ class SilentPeer:
         peer, _ = self._listener.accept()
         with peer:
             peer.settimeout(10)
-            decoder, requests = FrameDecoder(), []
+            decoder, requests = FrameDecoder(), list[RemotingCommand]()
             while len(requests) < count:
                 requests += decoder.feed(peer.recv(1 << 20))
             peer.sendall(b"".join(encode_frame(echo_response(r)) for r in requests))

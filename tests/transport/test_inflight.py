@@ -107,7 +107,8 @@ def test_oneway_is_confirmed_after_its_write() -> None:
     frames, oneways = inflight.take_frames()
     assert len(frames) == 1 and not slot.resolved and len(inflight) == 1
     inflight.confirm_oneways(oneways)
-    assert slot.resolved and slot.outcome is None and len(inflight) == 0
+    assert slot.done()
+    assert slot.outcome is None and len(inflight) == 0
 
 
 def test_expiry_fate_depends_on_whether_written() -> None:
