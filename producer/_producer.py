@@ -191,8 +191,9 @@ class Producer:
         await self._tg.__aexit__(None, None, None)
         with anyio.move_on_after(self.options.close_timeout / 1000.0, shield=True):
             await self._maintenance.unregister_all()
-        with anyio.CancelScope(shield=True):
-            await self._pool.__aexit__(None, None, None)
+        # Not wrapped in a scope of ours: the pool exits the connector's task group, which
+        # was entered before any scope opened here (trio insists on that order).
+        await self._pool.__aexit__(None, None, None)
         self.state = ProducerState.CLOSED
 
     async def _drain(self) -> None:

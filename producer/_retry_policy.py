@@ -34,7 +34,7 @@ class RetryPolicy:
     retriable_codes: frozenset[int] = field(default=JAVA_5_3_RETRIABLE_CODES)
     backoff_codes: frozenset[int] = field(default=THROTTLING_CODES)
     attempt_timeout_share: bool = True
-    min_attempt_timeout_ms: float = 500.0
+    min_attempt_timeout_ms: float = 100.0
     retry_unknown_fate: bool = True
     async_retries_broker_codes: bool = True
     backoff_base_ms: float = 20.0

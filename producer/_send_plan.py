@@ -159,13 +159,24 @@ class SendPlan:
         return Finish(result=result)
 
     def on_error(
-        self, queue: MessageQueue, error: ProducerError, latency_ms: float
+        self,
+        queue: MessageQueue,
+        error: ProducerError,
+        latency_ms: float,
+        now_ms: float | None = None,
     ) -> Retry | Finish:
-        """S4/S5/S9/S11 and A3: retry on a fresh queue, or finish with the error."""
+        """S4/S5/S9/S11 and A3: retry on a fresh queue, or finish with the error.
+
+        An attempt that timed out at the deadline ran out of budget: that is S2's
+        ``SendTimeout`` (carrying the timeout), not a bare attempt timeout.
+        """
         self._record(queue, outcome_of(error), error.code, latency_ms)
         if error.fate is Fate.UNKNOWN:
             self._fate = Fate.UNKNOWN
         self._last_error = error
+        budget_gone = now_ms is not None and now_ms >= self.deadline_ms
+        if budget_gone and isinstance(error, RequestTimeout) and self._not_ok_result is None:
+            return Finish(error=self.timeout_error())
         if not (self._is_retriable(error) and self._has_attempts_left()):
             return self._give_up()
         return Retry(self._backoff_for(error))

@@ -150,9 +150,10 @@ class Sender:
         try:
             result = await self._exchange(job.prepared, queue, addr, start + step.timeout_ms)
         except ProducerError as exc:
-            latency = self.clock.monotonic_ms() - start
+            now = self.clock.monotonic_ms()
+            latency = now - start
             self._record_fault(queue.broker_name, latency, exc)
-            decision: Retry | Finish = plan.on_error(queue, exc, latency)
+            decision: Retry | Finish = plan.on_error(queue, exc, latency, now)
             if ctx is not None:
                 ctx.error, ctx.latency_ms = exc, latency
         except BaseException:

@@ -127,6 +127,16 @@ def test_s3_attempt_timeout_is_capped_so_retries_keep_budget() -> None:
     assert java.timeout_ms == pytest.approx(3000.0)  # rocketmq#4720: Java lets it eat all
 
 
+def test_s2_attempt_timing_out_at_the_deadline_is_a_send_timeout() -> None:
+    p = plan(deadline=300.0)
+    assert isinstance(p.next_attempt(0.0), Dispatch)
+    done = p.on_error(Q_A, RequestTimeout("slow"), 300.0, now_ms=300.0)
+    assert isinstance(done, Finish)
+    assert isinstance(done.error, SendTimeout)
+    assert isinstance(done.error.last_error, RequestTimeout)
+    assert done.error.fate is Fate.UNKNOWN
+
+
 def test_s3_last_attempt_gets_the_whole_remainder() -> None:
     p = plan(deadline=3000.0)
     p.next_attempt(0.0)
