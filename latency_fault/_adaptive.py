@@ -47,13 +47,11 @@ class AdaptiveRouter:
         snapshot.require_queues()
         self._last_now = max(self._last_now, now_ms)
         weights = self._weights(snapshot.brokers, now_ms)
-        usable_others = any(w > 0 for b, w in weights.items() if b != last_broker)
-        avoid = last_broker if usable_others else None
         queue = snapshot.step_until(
-            lambda q: q.broker_name != avoid and self._accepts(weights[q.broker_name])
+            lambda q: q.broker_name != last_broker and self._accepts(weights[q.broker_name])
         )
         if queue is None:
-            queue = self._fallback(snapshot, weights, avoid)
+            queue = self._fallback(snapshot, weights, last_broker)
         health = self._health.get(queue.broker_name)
         if health is not None and health.state(now_ms) is BrokerState.HALF_OPEN:
             health.book_trial(now_ms, self._config)
@@ -103,16 +101,19 @@ class AdaptiveRouter:
         return self._rng.random() < weight
 
     def _fallback(
-        self, snapshot: PublishSnapshot[Q], weights: dict[str, float], avoid: str | None
+        self, snapshot: PublishSnapshot[Q], weights: dict[str, float], last_broker: str | None
     ) -> Q:
-        """Nothing accepted in one round: the heaviest usable broker, else the broker
-        whose ban ends first (something must be tried; a ban is a guess)."""
-        candidates = [b for b in snapshot.brokers if b != avoid] or list(snapshot.brokers)
-        usable = [b for b in candidates if weights[b] > 0]
+        """Nothing accepted in one round. In order: the heaviest usable broker other than
+        the last one; the last one if it is usable; else the broker whose ban ends first,
+        the last one only if it is alone (something must be tried; a ban is a guess)."""
+        others = [b for b in snapshot.brokers if b != last_broker]
+        usable = [b for b in others if weights[b] > 0]
         if usable:
             broker = max(usable, key=lambda b: weights[b])
+        elif last_broker is not None and weights.get(last_broker, 0.0) > 0:
+            broker = last_broker
         else:
-            broker = min(candidates, key=self._ban_end)
+            broker = min(others or snapshot.brokers, key=self._ban_end)
         return snapshot.broker_queue(broker, snapshot.index.next())
 
     def _ban_end(self, broker: str) -> int:

@@ -60,10 +60,11 @@ class AdaptiveConfig:
     strike_decay_ms: int = 10000
     #: How often a banned or starved broker is offered for a probe.
     probe_interval_ms: int = 1000
-    #: Half-open: at most one trial send per this interval...
-    trial_interval_ms: int = 200
-    #: ...until this many successes in a row close the breaker. One success proves
-    #: little against a broker failing 30% of sends; three cost a healed one 0.4 s.
+    #: Half-open: one trial send at a time. The next may go when the last one answered,
+    #: or after this long without an answer (it hung, or the caller cancelled it).
+    trial_timeout_ms: int = 3000
+    #: This many successes in a row close the breaker. One success proves little
+    #: against a broker failing 30% of sends; three cost a healed one three round trips.
     trials_to_close: int = 3
 
 
@@ -75,7 +76,6 @@ class BrokerHealth:
     error_rate: float = 0.0
     consecutive_failures: int = 0
     strikes: int = 0
-    last_strike_ms: int = 0
     tripped: bool = False
     banned_until_ms: int = 0
     next_probe_ms: int = 0
@@ -122,9 +122,10 @@ class BrokerHealth:
         self.latency_ms += alpha * (sample - self.latency_ms)
 
     def _ban(self, now_ms: int, config: AdaptiveConfig) -> None:
-        forgiven = max(0, now_ms - self.last_strike_ms) // config.strike_decay_ms
+        # Quiet time is counted from the end of the last ban: time spent banned proves
+        # nothing, or a broker failing every trial would never reach the longer bans.
+        forgiven = max(0, now_ms - self.banned_until_ms) // config.strike_decay_ms
         self.strikes = max(0, self.strikes - forgiven) + 1
-        self.last_strike_ms = now_ms
         duration = min(config.base_ban_ms * 2 ** (self.strikes - 1), config.max_ban_ms)
         self.tripped = True
         self.banned_until_ms = now_ms + duration
@@ -139,6 +140,7 @@ class BrokerHealth:
             return
         self.trial_successes += 1
         if self.trial_successes < config.trials_to_close:
+            self.next_trial_ms = now_ms  # answered: the next trial may go at once
             return
         # The trials passed. The ban already acted on the old errors; keeping them all
         # would starve the healed broker, so keep no more than the tolerance: a full
@@ -171,7 +173,7 @@ class BrokerHealth:
         return now_ms >= self.next_trial_ms
 
     def book_trial(self, now_ms: int, config: AdaptiveConfig) -> None:
-        self.next_trial_ms = now_ms + config.trial_interval_ms
+        self.next_trial_ms = now_ms + config.trial_timeout_ms
 
     def is_probe_due(self, now_ms: int, config: AdaptiveConfig) -> bool:
         """Banned or half-open brokers are probed on a fixed cadence; a healthy broker

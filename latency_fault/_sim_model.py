@@ -116,6 +116,8 @@ class Scenario:
     Each message runs a `sendDefaultImpl`-like loop: up to `attempts` attempts, retried
     at once on failure, within one `budget_ms` deadline; an attempt's timeout is what is
     left of the budget, capped at `attempt_cap_ms` if set (rule S3; Java 4.9 has no cap).
+    No attempt starts once the deadline is reached (rule S2; Java's `timeout < costTime`
+    test would still start one with a zero timeout exactly at the deadline).
     """
 
     name: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["SimReport", "percentile"]
+__all__ = ["TABLE_HEADER", "SimReport", "percentile"]
 
 
 def percentile(ordered: Sequence[int], q: float) -> float:
@@ -75,16 +75,30 @@ class SimReport:
                 return (i + 1) * self.window_ms
         return None
 
-    def summary(self, focus: str | None = None, episode_ms: tuple[int, int] | None = None) -> str:
-        text = (
-            f"{self.scenario:<15} {self.router:<12} p50={self.p50_ms:>5.0f}ms "
-            f"p99={self.p99_ms:>5.0f}ms failed={self.failures:>4}/{self.messages} "
-            f"attempts={self.attempts} probes={self.probes} bans={self.bans}"
-        )
+    def row(self, focus: str | None = None, episode_ms: tuple[int, int] | None = None) -> str:
+        """One Markdown table row (see `TABLE_HEADER`): the focus broker's share from 2 s
+        into the episode to its end, and how soon after it it kept its fair share."""
+        share = back = "-"
         if focus is not None and episode_ms is not None:
             start, end = episode_ms
-            during = self.share(focus, start + 2000, end)
-            back = self.recovery_ms(focus, end, end + 20_000)
-            text += f" {focus}-share={during:.3f}"
-            text += f" back-in={'never' if back is None else f'{back / 1000:.0f}s'}"
-        return text
+            share = f"{self.share(focus, start + 2000, end):.3f}"
+            recovered = self.recovery_ms(focus, end, end + 20_000)
+            back = "never" if recovered is None else f"{recovered / 1000:.0f} s"
+        cells = [
+            self.scenario,
+            self.router,
+            share,
+            back,
+            f"{self.p50_ms:.0f}",
+            f"{self.p99_ms:.0f}",
+            f"{self.failures}/{self.messages}",
+            str(self.attempts - self.messages),
+            str(self.probes),
+        ]
+        return "| " + " | ".join(cells) + " |"
+
+
+TABLE_HEADER = (
+    "| scenario | router | focus share | back in | p50 ms | p99 ms | failed | extra attempts "
+    "| probes |\n|---|---|---|---|---|---|---|---|---|"
+)
