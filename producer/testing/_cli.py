@@ -14,8 +14,8 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Coroutine, Sequence
+from typing import Any, TextIO
 
 from producer.testing._cluster import DevCluster, parse_topics
 
@@ -26,7 +26,7 @@ DEFAULT_NAMESRV_PORT = 9876
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``cluster`` command's options to ``parser`` (e.g. a subcommand parser)."""
-    parser.add_argument("--brokers", type=int, default=2, help="number of brokers (default 2)")
+    parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
         "--namesrv-port",
@@ -55,6 +55,12 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         "--sink", action="store_true", help="brokers count sends without storing (benchmarks)"
     )
     parser.add_argument("--json", action="store_true", help="print the addresses as JSON")
+    parser.add_argument(
+        "--no-uvloop",
+        dest="uvloop",
+        action="store_false",
+        help="run on the default asyncio loop even when uvloop is installed",
+    )
     return parser
 
 
@@ -104,6 +110,17 @@ async def run_cluster(
     return 0
 
 
+def _run(main: Coroutine[Any, Any, int], *, use_uvloop: bool) -> int:
+    if use_uvloop:
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            return uvloop.run(main)
+    return asyncio.run(main)
+
+
 def run_cluster_cli(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m producer cluster [options]``; returns the exit status."""
     parser = add_cluster_arguments(
@@ -111,7 +128,7 @@ def run_cluster_cli(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        return asyncio.run(run_cluster(args))
+        return _run(run_cluster(args), use_uvloop=args.uvloop)
     except ValueError as exc:  # bad --topic and the like
         parser.error(str(exc))
     except OSError as exc:  # port in use

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import random
 import time
@@ -252,7 +253,9 @@ class DevCluster:
         await self._namesrv_listener.set_fault(spec)
 
     async def set_namesrv_down(self, down: bool) -> None:
-        await self._namesrv_listener.set_fault(FaultSpec(down=down))
+        """Stop (or resume) the name server listening; its other faults are kept."""
+        spec = dataclasses.replace(self._namesrv_listener.fault, down=down)
+        await self._namesrv_listener.set_fault(spec)
 
     @property
     def namesrv_fault(self) -> FaultSpec:

@@ -18,7 +18,7 @@ import random
 import socket
 import struct
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, cast
 
 from producer._protocol.frame import MAX_FRAME_BYTES
 from producer.errors import RemoteProtocolError
@@ -61,8 +61,7 @@ class _Connection(asyncio.Protocol):
         self.peer = "?"
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple):
             self.peer = f"{peer[0]}:{peer[1]}"

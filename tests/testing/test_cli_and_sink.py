@@ -71,7 +71,7 @@ def test_cli_subprocess_json_output_and_clean_sigterm() -> None:
         assert proc.stdout is not None
         info = json.loads(proc.stdout.readline())
         assert set(info) == {"namesrv", "brokers", "http"}
-        assert list(info["brokers"]) == ["broker-a", "broker-b"]
+        assert list(info["brokers"]) == ["broker-a", "broker-b", "broker-c"]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -18,6 +19,17 @@ from producer.testing import DevCluster, FaultSpec
 from tests.testing.rawclient import RawClient, make_request, send_fields
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("asyncio", id="asyncio"),
+        pytest.param(("asyncio", {"use_uvloop": True}), id="uvloop"),
+    ]
+)
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    """These run on uvloop too: its transports differ (no Transport subclass, RST)."""
+    return request.param
 
 
 @pytest.fixture
@@ -72,6 +84,7 @@ async def test_a_slow_answer_does_not_hold_back_later_ones_on_the_connection(
 
 
 async def test_latency_on_one_broker_does_not_block_other_connections(cluster: DevCluster) -> None:
+    tasks_before = asyncio.all_tasks()
     await cluster.set_fault("broker-a", FaultSpec(latency_ms=60_000))
     async with (
         await RawClient.connect(cluster.broker_addr("broker-a")) as slow_client,
@@ -83,6 +96,7 @@ async def test_latency_on_one_broker_does_not_block_other_connections(cluster: D
         assert answer.code == ResponseCode.SUCCESS
         await cluster.aclose()  # cancels the pending answer and closes the connection
         assert await slow_client.at_eof()
+    assert asyncio.all_tasks() <= tasks_before  # nothing left running
 
 
 async def test_latency_probability_is_seeded() -> None:
@@ -206,8 +220,11 @@ async def test_namesrv_down_and_up(cluster: DevCluster) -> None:
         assert (await client.request(route)).code == ResponseCode.SUCCESS
 
 
-async def test_namesrv_latency_fault(cluster: DevCluster) -> None:
+async def test_namesrv_latency_fault_survives_down_and_up(cluster: DevCluster) -> None:
     await cluster.set_namesrv_fault(FaultSpec(latency_ms=50))
+    await cluster.set_namesrv_down(True)
+    await cluster.set_namesrv_down(False)
+    assert cluster.namesrv_fault == FaultSpec(latency_ms=50)
     async with await RawClient.connect(cluster.namesrv_addr) as client:
         started = time.monotonic()
         route = make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Orders"})

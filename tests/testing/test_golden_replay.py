@@ -26,6 +26,18 @@ from tests.testing.rawclient import RawClient
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture(
+    params=[
+        pytest.param("asyncio", id="asyncio"),
+        pytest.param(("asyncio", {"use_uvloop": True}), id="uvloop"),
+    ]
+)
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    """These run on uvloop too: its transports differ (no Transport subclass, RST)."""
+    return request.param
+
+
 GOLDEN = Path(os.environ.get("GOLDEN_DIR", "/work/shared/golden"))
 SESSIONS = GOLDEN / "sessions"
 CAPTURE_ADDRS = {"broker-a": "127.0.0.2:10911", "broker-b": "127.0.0.2:10921"}
