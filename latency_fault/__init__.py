@@ -34,13 +34,21 @@ Queues
         5.x passes it for broker error codes); only ``classic_5`` reads it. Probe
         outcomes are recorded the same way.
     ``due_probes(now_ms) -> list[str]``
-        Brokers the producer should probe now (e.g. GET_MAX_OFFSET); record the outcome.
-        Each broker is returned at most once per probe interval: the call books the
-        probe. Classic routers return [].
+        Brokers the producer should probe now (e.g. GET_MAX_OFFSET, as 5.x's detector
+        does); call it on a timer (every 100 ms is plenty) and record each outcome with
+        `record`. Each broker is returned at most once per probe interval: the call
+        books the probe. Only ``adaptive`` asks for probes: brokers that are banned, on
+        trial, or slow and quiet. Without probes a healed broker waits out its ban
+        (at most 30 s) instead of coming back within a probe interval.
     ``retain(broker_names)`` / ``forget(broker)``
-        Drop the state of brokers that left every route.
+        Drop the state of brokers that left every route (call `retain` with the union
+        of all current routes after each refresh).
     ``is_available(broker, now_ms) -> bool``, ``banned(now_ms) -> {broker: until_ms}``,
-    ``ban_count`` (bans opened so far): for telemetry. ``repr()`` shows the live state.
+    ``ban_count``: for telemetry. ``ban_count`` counts bans opened (adaptive) or
+    not-available windows opened or moved (classic). ``repr()`` shows the live state.
+
+    The adaptive router's knobs are `AdaptiveConfig`; build `AdaptiveRouter(rng,
+    AdaptiveConfig(...))` directly to change them.
 
 ``choose_queue(router, snapshot, *, last_broker, now_ms, selected=None) -> Q``
     Keyed and ordered sends (rule F5): pass the selector's queue as `selected` and it is

@@ -3,6 +3,18 @@
 Each method names the Java method it reproduces (rocketmq-all-4.9.4 and -5.3.x,
 `MQFaultStrategy`, `TopicPublishInfo`); where a step moves the snapshot's round-robin
 index, it moves it as often as Java does, so the chosen sequence is the same.
+
+Deliberate differences, none of which changes which broker is avoided:
+- One index per snapshot instead of one per thread (`ThreadLocalIndex`): we have one loop.
+- 4.9.4's all-banned fallback rewrites the broker and queue id of a queue object shared
+  by the route (later 4.9.x builds a new one and counts only writable queue data); we
+  return the snapshot's existing queue with that broker and id, counting the snapshot's
+  writable queues, as later 4.9.x does.
+- `pickOneAtLeast` sorts a `ConcurrentHashMap`'s items (arbitrary order for ties); we sort
+  stably in insertion order.
+- 5.x's reachability detector (`startDetectorEnable`, off by default) is not modelled:
+  `classic_5` asks for no probes, and only a later successful `record` makes an
+  unreachable broker reachable again.
 """
 
 from __future__ import annotations

@@ -127,7 +127,8 @@ class Scenario:
     attempts: int = 3
     budget_ms: int = 3000
     attempt_cap_ms: int | None = None
-    probe_tick_ms: int = 100
+    #: How often the harness asks `due_probes`; None: the producer sends no probes.
+    probe_tick_ms: int | None = 100
     probe_timeout_ms: int = 500
     window_ms: int = 1000
     #: The broker in trouble and when (for reports); None for healthy runs.

@@ -106,7 +106,8 @@ class _Run:
 
     def run(self) -> None:
         self.push(0, "arrive")
-        self.push(0, "probe_tick")
+        if self.scenario.probe_tick_ms is not None:
+            self.push(0, "probe_tick")
         while self._heap:
             event = heapq.heappop(self._heap)[2]
             getattr(self, f"_on_{event.kind}")(event)
@@ -160,8 +161,9 @@ class _Run:
             phase = self.traces[broker].phase_at(now)
             draw = phase.draw(self.outcomes, self.scenario.probe_timeout_ms)
             self.push(now + draw.latency_ms, "probe_done", broker=broker, draw=draw)
-        if now + self.scenario.probe_tick_ms < self.scenario.duration_ms:
-            self.push(now + self.scenario.probe_tick_ms, "probe_tick")
+        tick = self.scenario.probe_tick_ms
+        if tick is not None and now + tick < self.scenario.duration_ms:
+            self.push(now + tick, "probe_tick")
 
     def _on_probe_done(self, event: _Event) -> None:
         assert event.draw is not None

@@ -149,6 +149,21 @@ def test_f4b_healed_broker_gets_its_share_back_within_4s(scenario: str) -> None:
     assert back <= 4000
 
 
+@pytest.mark.parametrize(("scenario", "within_ms"), [("refusing", 10_000), ("hung", 15_000)])
+def test_f4b_without_probes_a_healed_broker_waits_out_its_ban(
+    scenario: str, within_ms: int
+) -> None:
+    silent = dataclasses.replace(SCENARIOS[scenario], probe_tick_ms=None)
+    report = simulate(silent, "adaptive", SEED)
+    assert report.probes == 0
+    back = report.recovery_ms("b", HEAL, HEAL + 20_000)
+    assert back is not None
+    with_probes = back_in_ms(scenario, "adaptive")
+    assert with_probes is not None
+    assert with_probes < back <= within_ms
+    assert report.failures == 0
+
+
 @pytest.mark.parametrize("scenario", ["errors_30pct", "refusing", "hung", "hung_uncapped"])
 def test_f4b_classic_4_9_keeps_a_healed_broker_banned_for_10_minutes(scenario: str) -> None:
     assert back_in_ms(scenario, "classic_4_9") is None
