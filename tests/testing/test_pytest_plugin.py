@@ -137,3 +137,15 @@ def test_parse_topics(text: str | list[str], topics: dict[str, int]) -> None:
 def test_parse_topics_refuses_bad_items(bad: str) -> None:
     with pytest.raises(ValueError, match="NAME:QUEUES"):
         parse_topics(bad)
+
+
+def test_thread_runner_start_failure_raises_and_leaves_no_thread() -> None:
+    import threading
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        threads = threading.active_count()
+        with pytest.raises(OSError, match="in use"):
+            DevClusterThread(namesrv_port=taken.getsockname()[1]).start()
+        assert threading.active_count() == threads
