@@ -29,6 +29,8 @@ from ._sim_report import TABLE_HEADER, SimReport, percentile
 from ._snapshot import PublishSnapshot
 
 __all__ = [
+    "EPISODE_MS",
+    "TABLE_HEADER",
     "BrokerTrace",
     "Draw",
     "Fault",
