@@ -17,6 +17,7 @@ from producer._clock import Clock
 from producer._protocol.codes import ResponseCode
 from producer._protocol.command import RemotingCommand
 from producer._protocol.requests import (
+    CLIENT_INNER_PRODUCER_GROUP,
     heartbeat_request,
     max_offset_request,
     parse_max_offset_response,
@@ -137,16 +138,21 @@ class Maintenance:
     # -- shutdown ---------------------------------------------------------------------
 
     async def unregister_all(self) -> None:
-        """UNREGISTER_CLIENT to every known broker, concurrently, errors ignored."""
+        """UNREGISTER_CLIENT to every known broker, concurrently, errors ignored.
+
+        Like Java's shutdown: once for our group and once for ``CLIENT_INNER_PRODUCER``,
+        the group every heartbeat also announces.
+        """
         async with anyio.create_task_group() as tg:
             for addr in set(self.routes.broker_addrs().values()):
-                tg.start_soon(self._unregister, addr)
+                for group in (self.group, CLIENT_INNER_PRODUCER_GROUP):
+                    tg.start_soon(self._unregister, addr, group)
 
-    async def _unregister(self, addr: str) -> None:
+    async def _unregister(self, addr: str, group: str) -> None:
         try:
-            await self._call(addr, unregister_client_request(self.client_id, self.group))
+            await self._call(addr, unregister_client_request(self.client_id, group))
         except ProducerError as exc:
-            log.info("unregister from %s failed: %s", addr, exc)
+            log.info("unregister of %s from %s failed: %s", group, addr, exc)
 
     async def _call(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         connection = await self.pool.get(addr, timeout_ms=HOUSEKEEPING_TIMEOUT_MS)

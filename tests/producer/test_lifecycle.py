@@ -1,0 +1,145 @@
+"""Life cycle: start, close with drain, cancellation, restarts of brokers and name servers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+import pytest
+import sniffio
+
+from producer import Message, Producer, ProducerState
+from producer.errors import (
+    LocalProtocolError,
+    NoRouteError,
+    ProducerClosedError,
+    ProducerError,
+)
+from producer.testing import DevClusterThread, FaultSpec
+from tests.producer.conftest import TOPIC, make_producer
+
+pytestmark = pytest.mark.anyio
+
+
+def other_tasks() -> set[object]:
+    """Tasks other than the test's own (asyncio only; trio checks via nurseries)."""
+    if sniffio.current_async_library() != "asyncio":
+        return set()
+    return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+
+
+async def test_closed_producer_refuses_sends(cluster: DevClusterThread) -> None:
+    p = make_producer(cluster)
+    with pytest.raises(ProducerClosedError, match="new"):
+        await p.send(Message(TOPIC, b"x"))
+    async with p:
+        assert p.state is ProducerState.RUNNING
+    assert p.state is ProducerState.CLOSED
+    with pytest.raises(ProducerClosedError, match="closed"):
+        await p.send(Message(TOPIC, b"x"))
+    with pytest.raises(ProducerClosedError):
+        p.send_async(Message(TOPIC, b"x"))
+    await p.aclose()  # idempotent
+
+
+async def test_start_twice_is_a_local_error(cluster: DevClusterThread) -> None:
+    async with make_producer(cluster) as p:
+        with pytest.raises(LocalProtocolError):
+            await p.start()
+
+
+async def test_bad_options_are_typed_errors(cluster: DevClusterThread) -> None:
+    with pytest.raises(LocalProtocolError, match="send_timeout"):
+        Producer("g", cluster.namesrv_addr, send_timeout=0)
+    with pytest.raises(LocalProtocolError, match="routing"):
+        Producer("g", cluster.namesrv_addr, routing="fastest")  # type: ignore[arg-type]
+    with pytest.raises(LocalProtocolError, match="name server"):
+        Producer("g", " ; ")
+    with pytest.raises(ProducerError, match="group"):
+        Producer("bad group!", cluster.namesrv_addr)
+
+
+async def test_aclose_drains_in_flight_sends(cluster: DevClusterThread) -> None:
+    cluster.set_fault("broker-a", FaultSpec(latency_ms=50))
+    async with make_producer(cluster) as p:
+        futures = [p.send_async(Message(TOPIC, b"%d" % i)) for i in range(60)]
+    assert all(f.done() and f.exception() is None for f in futures)
+    assert cluster.unique_msg_ids(TOPIC) == {f.result().msg_id for f in futures}
+
+
+async def test_aclose_fails_what_cannot_finish_exactly_once(cluster: DevClusterThread) -> None:
+    errors: list[ProducerError] = []
+    async with make_producer(cluster, close_timeout=100) as p:
+        await p.send(Message(TOPIC, b"warm"))
+        for name in ("broker-a", "broker-b", "broker-c"):
+            cluster.set_fault(name, FaultSpec(blackhole=True))
+        futures = [
+            p.send_async(Message(TOPIC, b"x"), on_exception=errors.append, timeout=60_000)
+            for _ in range(5)
+        ]
+    assert len(errors) == 5
+    assert all(isinstance(e, ProducerClosedError) for e in errors)
+    assert all(not e.definitely_not_stored for e in errors)  # they were written
+    for future in futures:
+        with pytest.raises(ProducerClosedError):
+            future.result()
+
+
+async def test_cancelled_send_leaves_nothing_running(cluster: DevClusterThread) -> None:
+    baseline = other_tasks()
+    async with make_producer(cluster) as p:
+        await p.send(Message(TOPIC, b"warm"))
+        before = other_tasks()
+        for name in ("broker-a", "broker-b", "broker-c"):
+            cluster.set_fault(name, FaultSpec(blackhole=True))
+        with anyio.move_on_after(0.1) as scope:
+            await p.send(Message(TOPIC, b"x"), timeout=5000)
+        assert scope.cancelled_caught
+        assert p.in_flight == 0
+        assert other_tasks() == before
+        for name in ("broker-a", "broker-b", "broker-c"):
+            cluster.set_fault(name, FaultSpec())
+        result = await p.send(Message(TOPIC, b"after"))
+        assert result.msg_id
+    assert other_tasks() == baseline  # the producer's own tasks are gone too
+
+
+async def test_broker_restart_is_recovered(cluster: DevClusterThread) -> None:
+    async with make_producer(cluster) as p:
+        await p.send(Message(TOPIC, b"before"))
+        for name in ("broker-a", "broker-b", "broker-c"):
+            cluster.set_fault(name, FaultSpec(down=True))  # closes every connection
+        for name in ("broker-a", "broker-b", "broker-c"):
+            cluster.clear_fault(name)  # listens again on the same port
+        results = [await p.send(Message(TOPIC, b"after")) for _ in range(12)]
+    assert {r.queue.broker_name for r in results} == {"broker-a", "broker-b", "broker-c"}
+
+
+async def test_name_server_restart_is_recovered(cluster: DevClusterThread) -> None:
+    cluster.add_topic("Late", 2)
+    async with make_producer(cluster) as p:
+        await p.send(Message(TOPIC, b"x"))
+        cluster.set_namesrv_down(True)
+        with pytest.raises(NoRouteError) as info:
+            await p.send(Message("Late", b"x"))
+        assert cluster.namesrv_addr in str(info.value)
+        cluster.set_namesrv_down(False)
+        result = await p.send(Message("Late", b"x"))
+    assert result.queue.topic == "Late"
+
+
+async def test_failover_to_the_next_name_server(cluster: DevClusterThread) -> None:
+    with DevClusterThread(brokers=1, topics={}, seed=1) as dead:
+        dead.set_namesrv_down(True)
+        namesrv = [dead.namesrv_addr, cluster.namesrv_addr]
+        async with Producer("g", namesrv, routing="off") as p:
+            results = [await p.send(Message(TOPIC, b"x")) for _ in range(3)]
+    assert len(results) == 3
+
+
+async def test_heartbeat_and_unregister_reach_the_brokers(cluster: DevClusterThread) -> None:
+    async with make_producer(cluster) as p:
+        await p.send(Message(TOPIC, b"x"))
+        await p._maintenance.heartbeat(cluster.broker_addr("broker-a"))  # type: ignore[union-attr]
+        assert "test-group" in cluster.clients("broker-a").get(p.client_id, frozenset())
+    assert p.client_id not in cluster.clients("broker-a")
