@@ -25,11 +25,16 @@ class SendFuture:
     raises is logged and changes nothing (A6).
     """
 
-    __slots__ = ("_done", "_error", "_on_exception", "_on_success", "_result")
+    __slots__ = ("_done", "_error", "_on_exception", "_on_success", "_result", "msg_id")
 
     def __init__(
-        self, on_success: OnSuccess | None = None, on_exception: OnException | None = None
+        self,
+        on_success: OnSuccess | None = None,
+        on_exception: OnException | None = None,
+        *,
+        msg_id: str = "",
     ) -> None:
+        self.msg_id = msg_id  # the UNIQ_KEY, known before the send: correlate failures by it
         self._done = anyio.Event()
         self._result: SendResult | None = None
         self._error: ProducerError | None = None
@@ -83,7 +88,7 @@ class SendFuture:
             return "SendFuture(pending)"
         if self._error is not None:
             return f"SendFuture(error={type(self._error).__name__})"
-        return f"SendFuture(result={self._result!r})"
+        return f"SendFuture(msg_id={self.msg_id}, result={self._result!r})"
 
 
 def _run_callback(callback: Callable[[Any], object], value: object) -> None:

@@ -246,7 +246,7 @@ class Producer:
         """
         prepared = self._prepare(message)
         job, plan = self._job(prepared, message, SendMode.ASYNC, timeout, None)
-        future = SendFuture(on_success, on_exception)
+        future = SendFuture(on_success, on_exception, msg_id=prepared.msg_id)
         assert self._tg is not None
         self._in_flight += 1
         self._tg.start_soon(self._run_async, job, plan, future)

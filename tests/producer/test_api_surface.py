@@ -1,0 +1,154 @@
+"""Keyed sends (F5), oneway, batch, hooks and OpenTelemetry, against the dev cluster."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from producer import AttemptContext, Message, SendStatus
+from producer._ordering import java_string_hash
+from producer.errors import ConnectError, MessageValidationError, TransportError
+from producer.testing import DevClusterThread, FaultSpec
+from tests.producer.conftest import TOPIC, make_producer
+
+pytestmark = pytest.mark.anyio
+
+
+# -- keyed / ordered sends ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("", 0), ("a", 97), ("order-1", -1207111310), ("héllo", 103094734), ("😀", 1772899)],
+)
+def test_java_string_hash_matches_java(text: str, expected: int) -> None:
+    # printed by OpenJDK 17's String.hashCode (UTF-16 code units, int32 overflow)
+    assert java_string_hash(text) == expected
+
+
+async def test_f5_keyed_sends_stay_on_one_queue_and_are_never_steered(
+    cluster: DevClusterThread,
+) -> None:
+    async with make_producer(cluster, routing="adaptive") as p:
+        first = await p.send(Message(TOPIC, b"1"), order_key="order-42")
+        cluster.set_fault(first.queue.broker_name, FaultSpec(latency_ms=30))
+        later = [await p.send(Message(TOPIC, b"n"), order_key="order-42") for _ in range(5)]
+    assert {r.queue for r in later} == {first.queue}
+    assert all(len(r.attempts) == 1 for r in later)
+
+
+async def test_f5_keyed_send_is_one_attempt(cluster: DevClusterThread) -> None:
+    async with make_producer(cluster) as p:
+        first = await p.send(Message(TOPIC, b"1"), order_key="k")
+        cluster.set_fault(first.queue.broker_name, FaultSpec(down=True))
+        with pytest.raises(TransportError) as info:
+            await p.send(Message(TOPIC, b"2"), order_key="k")
+    assert len(info.value.attempts) == 1
+
+
+# -- oneway and batch -----------------------------------------------------------------------
+
+
+async def test_oneway_is_stored_without_an_answer(cluster: DevClusterThread) -> None:
+    async with make_producer(cluster) as p:
+        for i in range(5):
+            await p.send_oneway(Message(TOPIC, b"%d" % i))
+        # a later request-response on the same connections proves the frames went first
+        await p.send(Message(TOPIC, b"sync"))
+    assert cluster.message_count(TOPIC) >= 1
+
+
+async def test_oneway_write_failure_raises(cluster: DevClusterThread) -> None:
+    async with make_producer(cluster) as p:
+        await p.send(Message(TOPIC, b"warm"))
+        for name in ("broker-a", "broker-b", "broker-c"):
+            cluster.set_fault(name, FaultSpec(down=True))
+        # a oneway write into a connection the peer just closed cannot know it failed;
+        # a failing sync send first makes every connection's loss known
+        with pytest.raises(TransportError):
+            await p.send(Message(TOPIC, b"y"))
+        with pytest.raises(ConnectError) as info:
+            await p.send_oneway(Message(TOPIC, b"x"))
+    assert len(info.value.attempts) == 1
+
+
+async def test_batch_stores_every_message_with_its_id(cluster: DevClusterThread) -> None:
+    batch = [Message(TOPIC, b"b%d" % i, keys=[f"k{i}"]) for i in range(10)]
+    async with make_producer(cluster) as p:
+        result = await p.send_batch(batch)
+    assert result.status is SendStatus.SEND_OK
+    assert len(result.msg_ids) == 10
+    assert cluster.unique_msg_ids(TOPIC) == set(result.msg_ids)
+    assert len(result.offset_msg_id.split(",")) == 10
+
+
+async def test_batch_of_mixed_topics_is_refused(cluster: DevClusterThread) -> None:
+    async with make_producer(cluster) as p:
+        with pytest.raises(MessageValidationError, match="topic"):
+            await p.send_batch([Message(TOPIC, b"1"), Message("Other", b"2")])
+
+
+# -- hooks ----------------------------------------------------------------------------------
+
+
+class RecordingHook:
+    def __init__(self) -> None:
+        self.before: list[tuple[str, int]] = []
+        self.after: list[tuple[str, int, bool]] = []
+
+    def before_attempt(self, ctx: AttemptContext) -> None:
+        self.before.append((ctx.queue.broker_name, ctx.attempt))
+
+    async def after_attempt(self, ctx: AttemptContext) -> None:
+        self.after.append((ctx.queue.broker_name, ctx.attempt, ctx.error is None))
+
+
+class BrokenHook:
+    def before_attempt(self, ctx: AttemptContext) -> None:
+        raise RuntimeError("hook bug")
+
+
+async def test_hooks_see_every_attempt_and_cannot_break_a_send(
+    cluster: DevClusterThread,
+) -> None:
+    cluster.set_fault("broker-a", FaultSpec(error_code=14))
+    hook = RecordingHook()
+    async with make_producer(cluster, hooks=[BrokenHook(), hook]) as p:
+        results = [await p.send(Message(TOPIC, b"x")) for _ in range(8)]
+    total = sum(len(r.attempts) for r in results)
+    assert len(hook.before) == len(hook.after) == total
+    failed = [a for a in hook.after if not a[2]]
+    assert all(broker == "broker-a" for broker, _, _ in failed)
+
+
+# -- OpenTelemetry --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spans() -> InMemorySpanExporter:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)  # once per process: OpenTelemetry allows no reset
+    return exporter
+
+
+async def test_a_span_per_send_with_an_event_per_attempt(
+    cluster: DevClusterThread, spans: InMemorySpanExporter
+) -> None:
+    spans.clear()
+    cluster.set_fault("broker-a", FaultSpec(error_code=14))
+    async with make_producer(cluster) as p:
+        results = [await p.send(Message(TOPIC, b"x")) for _ in range(6)]
+    finished = [s for s in spans.get_finished_spans() if s.name == f"{TOPIC} publish"]
+    assert len(finished) == 6
+    for span, result in zip(finished, results, strict=True):
+        attrs = span.attributes or {}
+        assert attrs["messaging.system"] == "rocketmq"
+        assert attrs["messaging.destination.name"] == TOPIC
+        assert attrs["messaging.message.id"] == result.msg_id
+        assert attrs["rocketmq.broker.name"] == result.queue.broker_name
+        assert len(span.events) == len(result.attempts)
