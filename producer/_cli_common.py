@@ -1,0 +1,78 @@
+"""Pieces the ``send`` and ``demo`` commands share: argument types and Ctrl-C handling.
+
+Each command's core is ``async def ...(args, *, out, stop) -> int`` so tests can await
+it on their own event loop; :func:`run_command` is the thin synchronous entry point that
+runs it and turns SIGINT / SIGTERM into ``stop`` being set, so an interrupted command
+still finishes its work in flight and prints what it has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+from collections.abc import Awaitable, Callable
+
+import anyio
+from anyio.abc import TaskStatus
+
+__all__ = ["fmt_ms", "positive_float", "positive_int", "run_command"]
+
+Command = Callable[[anyio.Event], Awaitable[int]]
+
+
+def fmt_ms(value: float | None) -> str:
+    """A latency for people: one decimal below 100 ms, none above; ``-`` for no data."""
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+async def _stop_on_signals(
+    stop: anyio.Event, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    # Signal handlers can only be installed from the main thread (and not on Windows);
+    # elsewhere Ctrl-C keeps Python's default behaviour.
+    with contextlib.ExitStack() as stack:
+        try:
+            signals = stack.enter_context(anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM))
+        except (NotImplementedError, ValueError, RuntimeError):
+            task_status.started()
+            return
+        task_status.started()
+        async for _ in signals:
+            stop.set()
+
+
+def run_command(command: Command) -> int:
+    """Run ``command(stop)`` on asyncio; the first Ctrl-C (or SIGTERM) sets ``stop``."""
+
+    async def main() -> int:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            await tg.start(_stop_on_signals, stop)
+            code = await command(stop)
+            tg.cancel_scope.cancel()
+        return code
+
+    return anyio.run(main, backend="asyncio")

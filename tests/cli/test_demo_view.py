@@ -1,0 +1,125 @@
+"""Rendering of the demo: live table, plain lines, phase table, verdict (no I/O but a
+recording console)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from producer._attempts import AttemptOutcome, AttemptRecord
+from producer._cli_stats import LiveStats, SendOutcome
+from producer._demo_ledger import Verdict
+from producer._demo_view import (
+    LiveDisplay,
+    PhaseSpan,
+    PlainDisplay,
+    ViewContext,
+    live_view,
+    phase_table,
+    plain_line,
+    verdict_lines,
+)
+
+BROKERS = ("broker-a", "broker-b", "broker-c")
+CTX = ViewContext("adaptive", 400, 24, BROKERS)
+
+
+def outcome(broker: str, latency_ms: float, *failed_on: str) -> SendOutcome:
+    failures = tuple(
+        AttemptRecord(b, 0, AttemptOutcome.CONNECT_ERROR, None, 0.5) for b in failed_on
+    )
+    ok = AttemptRecord(broker, 1, AttemptOutcome.OK, None, latency_ms)
+    return SendOutcome(latency_ms, (*failures, ok), broker=broker)
+
+
+def sample_stats() -> LiveStats:
+    stats = LiveStats()
+    for i in range(30):
+        stats.record(outcome(BROKERS[i % 3], 1.0 + i / 10), now_ms=100 + i, phase="healthy")
+    for i in range(10):
+        stats.record(outcome("broker-a", 2.0, "broker-c"), now_ms=1100 + i, phase="c down")
+    return stats
+
+
+def render(renderable: object) -> str:
+    console = Console(file=io.StringIO(), width=160, color_system=None)
+    console.print(renderable)
+    assert isinstance(console.file, io.StringIO)
+    return console.file.getvalue()
+
+
+def test_live_view_shows_every_broker_and_the_phase() -> None:
+    text = render(live_view(sample_stats(), CTX, "healthy", now_ms=1500))
+    for broker in BROKERS:
+        assert broker in text
+    assert "phase: healthy" in text
+    assert "routing adaptive" in text
+    assert "last 1s: 30 msg/s" in text
+    assert "overall: 40 sends, 0 failed" in text
+    assert "33.3%" in text
+
+
+def test_plain_line_describes_the_last_complete_second() -> None:
+    line = plain_line(sample_stats(), CTX, "c down", now_ms=2100)
+    assert line.startswith("t=  1-2s [c down] 10 msg/s")
+    assert "share a 100.0% b 0.0% c 0.0%" in line
+    assert "retries/msg 1.000" in line
+
+
+def test_phase_table_has_a_totals_row_and_a_row_per_broker() -> None:
+    spans = [PhaseSpan("healthy", 0, 1000), PhaseSpan("c down", 1000, 2000)]
+    text = render(phase_table(sample_stats(), CTX, spans))
+    lines = [line for line in text.splitlines() if "broker-c" in line]
+    assert len(lines) == 2
+    c_down = lines[1].split("│")
+    assert c_down[5].strip() == "0.0%"  # no sends landed on c ...
+    assert c_down[9].strip() == "10"  # ... 10 attempts failed there ...
+    assert c_down[10].strip() == "10"  # ... all retried elsewhere
+    assert any(line.startswith("│ c down") and "1.000" in line for line in text.splitlines())
+
+
+def test_verdict_lines_pass_and_fail() -> None:
+    base = dict(
+        acknowledged=5,
+        stored_unique=5,
+        stored_total=6,
+        missing=frozenset(),
+        stored_after_failure=0,
+        unexplained=frozenset(),
+        unknown_fate_attempts=1,
+    )
+    passing = verdict_lines(Verdict(**base))  # type: ignore[arg-type]
+    assert passing[0].startswith("VERDICT: PASS")
+    assert any("duplicates: 1" in line for line in passing)
+    failing = Verdict(**{**base, "missing": frozenset({"ID1"})})  # type: ignore[arg-type]
+    lines = verdict_lines(failing)
+    assert lines[0].startswith("VERDICT: FAIL")
+    assert any("LOST: 1" in line and "ID1" in line for line in lines)
+    failed_sends = Verdict(**{**base, "failed": {"SendTimeout": 2}})  # type: ignore[arg-type]
+    lines = verdict_lines(failed_sends)
+    assert lines[0].startswith("VERDICT: FAIL - 2 sends failed")
+    assert "  failed sends: 2 x SendTimeout" in lines
+
+
+def test_plain_display_prints_once_per_second_with_that_seconds_phase() -> None:
+    out = io.StringIO()
+    stats = sample_stats()
+    display = PlainDisplay(stats, CTX, Console(file=out, width=200, color_system=None))
+    display.start()
+    for now, phase in [(250, "healthy"), (900, "healthy"), (1000, "c down"), (1250, "c down")]:
+        display.update(phase, now)
+    display.update("c down", 2000)
+    display.stop()
+    lines = out.getvalue().splitlines()
+    assert [line.split("]")[0] for line in lines] == ["t=  0-1s [healthy", "t=  1-2s [c down"]
+
+
+def test_live_display_draws_into_its_console() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=120, force_terminal=True, color_system=None)
+    display = LiveDisplay(sample_stats(), CTX, console)
+    display.start()
+    display.update("healthy", 1500)
+    display.stop()
+    assert "broker-b" in out.getvalue()
