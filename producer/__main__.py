@@ -1,4 +1,12 @@
-"""Command line: ``python -m producer <command>``."""
+"""Command line: ``python -m producer <command>``.
+
+* ``send``    - send messages to a topic and report results, latency and brokers.
+* ``demo``    - fault-aware routing live against an in-process dev cluster.
+* ``cluster`` - run the dev cluster (``producer.testing``) until interrupted.
+
+Each command's core is an ``async def`` taking the parsed arguments (tests await it);
+:func:`main` parses ``argv`` and runs it on asyncio. Bad arguments exit with status 2.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from producer import __version__
+from producer._cli_common import run_command
+from producer._cli_send import add_send_arguments, run_send
+from producer._demo import add_demo_arguments, run_demo
+from producer.testing import add_cluster_arguments, run_cluster_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,17 +27,47 @@ def build_parser() -> argparse.ArgumentParser:
         description="Asyncio producer for Apache RocketMQ: send, demo and dev cluster tools.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_send_arguments(
+        commands.add_parser(
+            "send",
+            help="send messages and report results",
+            description="Send --count messages to --topic; exit 1 if any failed, "
+            "2 if nothing can be sent (bad arguments, name server unreachable, no route).",
+        )
+    )
+    add_demo_arguments(
+        commands.add_parser(
+            "demo",
+            help="watch fault-aware routing ride out a brown-out and an outage",
+            description="Run a 3-broker dev cluster in-process, send at --rate msg/s through "
+            "a scripted fault timeline, show it live, and check nothing was lost.",
+        )
+    )
+    add_cluster_arguments(
+        commands.add_parser(
+            "cluster",
+            help="run a dev cluster (name server + brokers) until interrupted",
+            description="Run the embedded dev cluster until Ctrl-C / SIGTERM.",
+        )
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
-    return 2  # pragma: no cover - every registered subcommand returns earlier
+    if args.command == "cluster":
+        # The dev cluster's CLI parses its own options (validated above by the same
+        # definitions); no global option takes a value, so "cluster" is the command word.
+        return run_cluster_cli(argv[argv.index("cluster") + 1 :])
+    if args.command == "send":
+        return run_command(lambda stop: run_send(args, stop=stop))
+    return run_command(lambda stop: run_demo(args, stop=stop))
 
 
 if __name__ == "__main__":

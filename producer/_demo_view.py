@@ -237,14 +237,14 @@ class LiveDisplay:
 
 
 class PlainDisplay:
-    """One :func:`plain_line` per completed second."""
+    """One :func:`plain_line` per completed second, labelled with the phases seen in it."""
 
     def __init__(self, stats: LiveStats, ctx: ViewContext, console: Console) -> None:
         self._stats = stats
         self._ctx = ctx
         self._console = console
         self._shown = 0  # windows before this index have been printed (or skipped)
-        self._phase = ""  # the phase at the previous update: the one the last window saw
+        self._phases: list[str] = []  # phases seen since the last line, in order
 
     def start(self) -> None:
         pass
@@ -253,9 +253,12 @@ class PlainDisplay:
         current = self._stats.window_index(now_ms)
         if current > self._shown:
             self._shown = current
-            line = plain_line(self._stats, self._ctx, self._phase or phase, now_ms)
+            label = " > ".join(self._phases or [phase])
+            line = plain_line(self._stats, self._ctx, label, now_ms)
             self._console.print(line, markup=False, highlight=False, soft_wrap=True)
-        self._phase = phase
+            self._phases = []
+        if not self._phases or self._phases[-1] != phase:
+            self._phases.append(phase)
 
     def stop(self) -> None:
         pass

@@ -107,12 +107,17 @@ def test_plain_display_prints_once_per_second_with_that_seconds_phase() -> None:
     stats = sample_stats()
     display = PlainDisplay(stats, CTX, Console(file=out, width=200, color_system=None))
     display.start()
-    for now, phase in [(250, "healthy"), (900, "healthy"), (1000, "c down"), (1250, "c down")]:
+    updates = [(250, "healthy"), (900, "healthy"), (1000, "c down"), (1250, "c down")]
+    updates += [(1500, "back"), (2000, "back"), (3000, "back")]
+    for now, phase in updates:
         display.update(phase, now)
-    display.update("c down", 2000)
     display.stop()
     lines = out.getvalue().splitlines()
-    assert [line.split("]")[0] for line in lines] == ["t=  0-1s [healthy", "t=  1-2s [c down"]
+    assert [line.split("]")[0] for line in lines] == [
+        "t=  0-1s [healthy",
+        "t=  1-2s [c down > back",  # a second that spans two phases names both
+        "t=  2-3s [back",
+    ]
 
 
 def test_live_display_draws_into_its_console() -> None:

@@ -1,0 +1,86 @@
+"""``python -m producer demo``: a short real run, in process and as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import signal
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+from producer.__main__ import build_parser
+from producer._demo import build_timeline, run_demo
+from producer.testing import FaultSpec
+
+pytestmark = pytest.mark.anyio
+
+
+def test_timeline_scales_with_the_duration() -> None:
+    timeline = build_timeline(24)
+    assert [p.seconds for p in timeline] == [6, 6, 6, 6]
+    assert timeline[0].faults == ()
+    assert timeline[1].faults == (("broker-b", FaultSpec(latency_ms=300)),)
+    assert timeline[2].faults == (("broker-b", FaultSpec()), ("broker-c", FaultSpec(down=True)))
+    assert timeline[3].faults == (("broker-c", FaultSpec()),)
+    assert sum(p.seconds for p in build_timeline(4)) == 4
+
+
+async def test_short_demo_passes_and_leaves_no_task_behind() -> None:
+    out = io.StringIO()
+    args = build_parser().parse_args(["demo", "--duration", "4", "--rate", "200", "--no-live"])
+    before = asyncio.all_tasks()
+    with anyio.fail_after(20):
+        code = await run_demo(args, out=out)
+    assert asyncio.all_tasks() == before
+    text = out.getvalue()
+    assert code == 0, text
+    assert "VERDICT: PASS - nothing lost" in text
+    per_second = [line for line in text.splitlines() if line.startswith("t=")]
+    assert len(per_second) >= 3
+    for phase in ("healthy", "broker-b brown-out", "broker-c down", "broker-c back"):
+        assert phase in text
+
+
+async def test_stop_ends_the_demo_early_with_a_summary() -> None:
+    out, stop = io.StringIO(), anyio.Event()
+    stop.set()
+    args = build_parser().parse_args(["demo", "--no-live"])
+    with anyio.fail_after(10):
+        code = await run_demo(args, out=out, stop=stop)
+    assert code == 130
+    text = out.getvalue()
+    assert "interrupted after" in text
+    assert "VERDICT: PASS" in text
+    assert "broker-b brown-out" not in text  # the timeline stopped in its first phase
+
+
+def test_demo_subprocess_prints_plain_lines_when_piped() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "producer", "demo", "--duration", "2", "--rate", "100"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("t=  0-1s [healthy")  # + "> broker-b ..." when seen
+    assert "VERDICT: PASS" in done.stdout
+    assert done.stderr == ""
+
+
+def test_ctrl_c_stops_the_demo_with_the_summary_so_far() -> None:
+    command = [sys.executable, "-m", "producer", "demo", "--duration", "60", "--no-live"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("t=  0-1s [healthy]")
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, rest + err
+    assert "interrupted after" in rest
+    assert "VERDICT: PASS" in rest
+    assert "Traceback" not in err
