@@ -136,23 +136,32 @@ class Producer:
         that also calls :meth:`aclose`; ``async with`` does both)."""
         if self.state is not ProducerState.NEW:
             raise LocalProtocolError(f"start() on a {self.state.value} producer")
-        options = self.options
         pool = ConnectionPool(
-            self._connector or default_connector(), connect_timeout_ms=options.connect_timeout
+            self._connector or default_connector(), connect_timeout_ms=self.options.connect_timeout
         )
         await pool.__aenter__()
-        routes = RouteTable(self.namesrv_addrs, pool, self._clock, self._rng)
         self._pool = pool
-        self._sender = Sender(
+        routes = RouteTable(self.namesrv_addrs, pool, self._clock, self._rng)
+        self._sender = self._build_sender(routes, pool)
+        self._maintenance = self._build_maintenance(routes, pool)
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._maintenance.start(self._tg)
+        self.state = ProducerState.RUNNING
+
+    def _build_sender(self, routes: RouteTable, pool: ConnectionPool) -> Sender:
+        options = self.options
+        limiter = InFlightLimiter(
+            options.max_in_flight,
+            options.max_in_flight_bytes,
+            fail_fast=options.backpressure == "fail",
+        )
+        return Sender(
             group=self.group,
             routes=routes,
             pool=pool,
             router=self.router,
-            limiter=InFlightLimiter(
-                options.max_in_flight,
-                options.max_in_flight_bytes,
-                fail_fast=options.backpressure == "fail",
-            ),
+            limiter=limiter,
             hooks=self._hooks,
             telemetry=Telemetry(self.group),
             clock=self._clock,
@@ -160,21 +169,19 @@ class Producer:
             connect_timeout_ms=options.connect_timeout,
             retry_not_store_ok=options.retry_another_broker_when_not_store_ok,
         )
-        self._maintenance = Maintenance(
+
+    def _build_maintenance(self, routes: RouteTable, pool: ConnectionPool) -> Maintenance:
+        return Maintenance(
             group=self.group,
             client_id=self.client_id,
             routes=routes,
             pool=pool,
             router=self.router,
             clock=self._clock,
-            refresh_interval_ms=options.route_refresh_interval,
-            heartbeat_interval_ms=options.heartbeat_interval,
-            probe_interval_ms=options.probe_interval,
+            refresh_interval_ms=self.options.route_refresh_interval,
+            heartbeat_interval_ms=self.options.heartbeat_interval,
+            probe_interval_ms=self.options.probe_interval,
         )
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._maintenance.start(self._tg)
-        self.state = ProducerState.RUNNING
 
     async def aclose(self) -> None:
         """Stop taking sends, let in-flight ones finish within ``close_timeout``, cancel the

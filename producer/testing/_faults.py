@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from producer.errors import LocalProtocolError
+
 __all__ = ["NOT_STORE_OK_CODES", "FaultDecision", "FaultSpec", "FaultSpecError", "decide"]
 
 # FLUSH_DISK_TIMEOUT, SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT: stored, but not store-OK.
@@ -24,7 +26,7 @@ _BOOLEANS = ("down", "blackhole", "reset", "garbage")
 _DURATIONS = ("latency_ms", "jitter_ms")
 
 
-class FaultSpecError(ValueError):
+class FaultSpecError(LocalProtocolError, ValueError):
     """A fault spec that cannot be applied (bad field, type or value)."""
 
 
