@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from opentelemetry import trace
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -152,3 +156,37 @@ async def test_a_span_per_send_with_an_event_per_attempt(
         assert attrs["messaging.message.id"] == result.msg_id
         assert attrs["rocketmq.broker.name"] == result.queue.broker_name
         assert len(span.events) == len(result.attempts)
+
+
+@pytest.fixture(scope="module")
+def metrics_reader() -> InMemoryMetricReader:
+    reader = InMemoryMetricReader()
+    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))  # once per process
+    return reader
+
+
+def _points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+    data = reader.get_metrics_data()
+    found: dict[str, list[Any]] = {}
+    for resource in data.resource_metrics if data else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                found.setdefault(metric.name, []).extend(metric.data.data_points)
+    return found
+
+
+async def test_metrics_count_attempts_retries_and_durations(
+    cluster: DevClusterThread, metrics_reader: InMemoryMetricReader
+) -> None:
+    cluster.set_fault("broker-a", FaultSpec(error_code=14))
+    async with make_producer(cluster) as p:
+        results = [await p.send(Message(TOPIC, b"x")) for _ in range(12)]  # every broker
+    points = _points(metrics_reader)
+    attempts = sum(pt.value for pt in points["rocketmq.producer.attempts"])
+    retries = sum(pt.value for pt in points["rocketmq.producer.retries"])
+    durations = sum(pt.count for pt in points["messaging.client.operation.duration"])
+    total = sum(len(r.attempts) for r in results)
+    assert total > len(results)  # broker-a's errors were retried
+    assert attempts >= total  # other tests in this process may have added to them
+    assert retries >= total - len(results)
+    assert durations >= len(results)
