@@ -152,10 +152,10 @@ async def _play(
 ) -> None:
     for phase in timeline:
         start = run.now_ms()
+        run.stats.phase(phase.name)
+        run.phase = phase.name  # first: sends racing the fault change belong to this phase
         for broker, spec in phase.faults:
             await cluster.set_fault(broker, spec)
-        run.stats.phase(phase.name)
-        run.phase = phase.name
         with anyio.move_on_after(phase.seconds):
             await stop.wait()
         run.spans.append(PhaseSpan(phase.name, start, run.now_ms()))
