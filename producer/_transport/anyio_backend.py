@@ -29,8 +29,8 @@ import anyio.abc
 from anyio.abc import SocketAttribute
 
 from producer._protocol.command import OpaqueAllocator, RemotingCommand
-from producer._transport._inflight import ConnectionStats, InFlight
-from producer._transport.base import CloseCallback, parse_address, process_opaques
+from producer._transport._connection_base import InFlightConnection
+from producer._transport.base import parse_address, process_opaques
 from producer.errors import ConnectError, LocalProtocolError, RemoteProtocolError
 
 __all__ = ["AnyioConnection", "AnyioConnector"]
@@ -69,37 +69,19 @@ class _Waiter:
         return self._result
 
 
-class AnyioConnection:
+class AnyioConnection(InFlightConnection):
     """A multiplexed connection over an anyio byte stream; made by :class:`AnyioConnector`."""
 
     def __init__(
         self, stream: anyio.abc.SocketStream, address: str, opaques: OpaqueAllocator
     ) -> None:
+        super().__init__(address, opaques)
         self._stream = stream
-        self._address = address
-        self._inflight = InFlight(address, opaques)
         self._wake_writer = anyio.Event()
         self._wake_sweeper = anyio.Event()
         self._sweeper_deadline = math.inf
         self._scope: anyio.CancelScope | None = None
         self._finished = anyio.Event()
-        self._close_callbacks: list[CloseCallback] = []
-
-    @property
-    def address(self) -> str:
-        return self._address
-
-    @property
-    def is_closed(self) -> bool:
-        return self._inflight.closed is not None
-
-    @property
-    def pending_count(self) -> int:
-        return len(self._inflight)
-
-    @property
-    def stats(self) -> ConnectionStats:
-        return self._inflight.stats
 
     async def request(self, command: RemotingCommand, timeout_ms: float) -> RemotingCommand:
         response = await self._submit(command, timeout_ms, oneway=False)
@@ -125,12 +107,6 @@ class AnyioConnection:
         except BaseException:
             self._inflight.discard(entry)  # cancelled: no leak, and never written late
             raise
-
-    def add_close_callback(self, callback: CloseCallback) -> None:
-        if self.is_closed:
-            callback(self)
-        else:
-            self._close_callbacks.append(callback)
 
     async def aclose(self) -> None:
         self._shutdown(f"connection to {self._address} closed locally")
@@ -193,12 +169,7 @@ class AnyioConnection:
             return
         if self._scope is not None:
             self._scope.cancel()
-        callbacks, self._close_callbacks = self._close_callbacks, []
-        for callback in callbacks:
-            try:
-                callback(self)
-            except Exception:
-                _log.exception("close callback %r for %s failed", callback, self._address)
+        self._notify_closed()
 
     def __repr__(self) -> str:
         state = "closed" if self.is_closed else "open"

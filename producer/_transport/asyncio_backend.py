@@ -25,10 +25,9 @@ from types import TracebackType
 from typing import cast
 
 from producer._protocol.command import OpaqueAllocator, RemotingCommand
-from producer._transport._inflight import ConnectionStats, InFlight
+from producer._transport._connection_base import InFlightConnection
 from producer._transport.base import (
     DEFAULT_CLOSE_TIMEOUT_MS,
-    CloseCallback,
     parse_address,
     process_opaques,
 )
@@ -39,7 +38,7 @@ __all__ = ["AsyncioConnection", "AsyncioConnector"]
 _log = logging.getLogger("producer.transport")
 
 
-class AsyncioConnection(asyncio.Protocol):
+class AsyncioConnection(InFlightConnection, asyncio.Protocol):
     """A multiplexed connection; made by :class:`AsyncioConnector`, not directly."""
 
     def __init__(
@@ -49,9 +48,8 @@ class AsyncioConnection(asyncio.Protocol):
         opaques: OpaqueAllocator,
         close_timeout_ms: float,
     ) -> None:
-        self._address = address
+        super().__init__(address, opaques)
         self._loop = loop
-        self._inflight = InFlight(address, opaques)
         self._close_timeout_s = close_timeout_ms / 1000.0
         self._transport: asyncio.Transport | None = None
         self._paused = False
@@ -59,25 +57,8 @@ class AsyncioConnection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = math.inf
         self._lost: asyncio.Future[None] = loop.create_future()
-        self._close_callbacks: list[CloseCallback] = []
 
     # -- the Connection interface --------------------------------------------------------
-
-    @property
-    def address(self) -> str:
-        return self._address
-
-    @property
-    def is_closed(self) -> bool:
-        return self._inflight.closed is not None
-
-    @property
-    def pending_count(self) -> int:
-        return len(self._inflight)
-
-    @property
-    def stats(self) -> ConnectionStats:
-        return self._inflight.stats
 
     @property
     def is_writing_paused(self) -> bool:
@@ -105,12 +86,6 @@ class AsyncioConnection(asyncio.Protocol):
         except BaseException:
             self._inflight.discard(entry)
             raise
-
-    def add_close_callback(self, callback: CloseCallback) -> None:
-        if self.is_closed:
-            callback(self)
-        else:
-            self._close_callbacks.append(callback)
 
     async def aclose(self) -> None:
         if self._shutdown(f"connection to {self._address} closed locally"):
@@ -213,12 +188,7 @@ class AsyncioConnection(asyncio.Protocol):
             if handle is not None:
                 handle.cancel()
         self._flush_handle, self._timer, self._timer_when = None, None, math.inf
-        callbacks, self._close_callbacks = self._close_callbacks, []
-        for callback in callbacks:
-            try:
-                callback(self)
-            except Exception:
-                _log.exception("close callback %r for %s failed", callback, self._address)
+        self._notify_closed()
         return True
 
     def __repr__(self) -> str:
