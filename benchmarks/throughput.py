@@ -1,0 +1,336 @@
+"""Throughput and latency of the SDK against the protocol limit on the same broker.
+
+By default it starts ``python -m producer cluster --sink --brokers 1`` as a separate
+process (its CPU is read from ``/proc``); with ``--namesrv`` it measures a real cluster.
+Each round runs every mode twice, back to back: the raw-frame blaster (see
+:mod:`benchmarks._blaster`) with the same number of frames in flight, then the SDK:
+
+* ``await xN``    - N tasks each awaiting ``send`` in a loop (N = 1, 16, 256);
+* ``async wW``    - ``send_async`` keeping W futures outstanding;
+* ``batch BxC``   - C tasks awaiting ``send_batch`` of B messages (msgs/s counts messages).
+
+``results.modes.<mode>`` holds per-round ``sdk`` / ``blaster`` windows (msgs/s, latency
+p50/p99 in ms, client and server CPU as a fraction of a core) and the medians; the
+headline ratios are medians of the per-round ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from rich.table import Table
+
+from benchmarks import _common as common
+from benchmarks._blaster import Blaster, BlastTarget, build_frames
+from benchmarks._cluster import ClusterProcess
+from benchmarks._loads import AwaitLoad, BatchLoad, PipelineLoad
+from benchmarks._meter import measure
+from producer import Message, Producer
+from producer._protocol.requests import parse_route_response, route_request
+from producer._protocol.route import build_publish_queues, master_addresses
+from producer._transport import AsyncioConnector
+
+NAME = "throughput"
+GROUP = "bench-producer"
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    kind: str  # "await" | "async" | "batch"
+    inflight: int  # awaiting tasks, async window, or batches in flight
+    batch: int = 0
+
+    @property
+    def blaster_window(self) -> int:
+        return self.inflight
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.base_parser(NAME, __doc__.split("\n\n")[0])
+    parser.add_argument("--namesrv", help="a real cluster's name server (default: a sink)")
+    parser.add_argument("--topic", default="BenchTopic", help="topic to send to")
+    parser.add_argument("--queues", type=common.positive_int, default=4, help="sink queues")
+    parser.add_argument(
+        "--concurrency", type=common.int_list, default=[1, 16, 256], help="await tasks"
+    )
+    parser.add_argument("--window", type=common.positive_int, default=1000, help="async window")
+    parser.add_argument("--batch", type=common.positive_int, default=32, help="batch size")
+    parser.add_argument(
+        "--batch-concurrency", type=common.positive_int, default=16, help="batches in flight"
+    )
+    parser.add_argument("--body", type=common.positive_int, default=1024, help="body bytes")
+    parser.add_argument("--duration", type=common.positive_float, help="seconds per window")
+    parser.add_argument("--warmup", type=common.positive_float, help="seconds before each")
+    parser.add_argument("--rounds", type=common.positive_int, help="repetitions of all modes")
+    parser.add_argument(
+        "--routing",
+        default="adaptive",
+        choices=("off", "classic_4_9", "classic_5", "adaptive"),
+        help="the producer's routing strategy",
+    )
+    return parser
+
+
+def settle_args(args: argparse.Namespace) -> argparse.Namespace:
+    quick = args.quick
+    args.duration = args.duration or (1.5 if quick else 5.0)
+    args.warmup = args.warmup or (0.3 if quick else 1.0)
+    args.rounds = args.rounds or (1 if quick else 3)
+    return args
+
+
+def modes_of(args: argparse.Namespace) -> list[Mode]:
+    modes = [Mode(f"await x{n}", "await", n) for n in args.concurrency]
+    modes.append(Mode(f"async w{args.window}", "async", args.window))
+    modes.append(
+        Mode(
+            f"batch {args.batch}x{args.batch_concurrency}",
+            "batch",
+            args.batch_concurrency,
+            args.batch,
+        )
+    )
+    return modes
+
+
+async def fetch_targets(namesrv: str, topic: str) -> list[BlastTarget]:
+    """The topic's brokers and write queues, asked of the name server with our own code."""
+    async with AsyncioConnector() as connector:
+        connection = await connector.connect(namesrv.split(";")[0], 3000)
+        response = await connection.request(route_request(topic), 3000)
+    route = parse_route_response(response)
+    masters = master_addresses(route)
+    by_broker: dict[str, list[int]] = {}
+    for queue in build_publish_queues(topic, route):
+        by_broker.setdefault(queue.broker_name, []).append(queue.queue_id)
+    return [BlastTarget(masters[b], b, tuple(ids)) for b, ids in by_broker.items()]
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, namesrv: str, server_pid: int | None) -> None:
+        self.args = args
+        self.namesrv = namesrv
+        self.server_pid = server_pid
+        self.body = b"x" * args.body
+        self.frames: dict[tuple[str, int], dict[str, list[bytes]]] = {}
+        self.targets: list[BlastTarget] = []
+
+    async def prepare(self) -> None:
+        self.targets = await fetch_targets(self.namesrv, self.args.topic)
+        wall_ms = time.time_ns() // 1_000_000
+        for batch in (0, self.args.batch):
+            self.frames[("frames", batch)] = {
+                t.address: build_frames(
+                    t,
+                    topic=self.args.topic,
+                    group=GROUP,
+                    body_size=self.args.body,
+                    batch=batch,
+                    wall_ms=wall_ms,
+                )
+                for t in self.targets
+            }
+
+    async def blaster(self, mode: Mode) -> dict[str, Any]:
+        frames = self.frames[("frames", mode.batch)]
+        blaster = Blaster(
+            self.targets, frames, window=mode.blaster_window, per_frame=max(mode.batch, 1)
+        )
+        await blaster.start()
+        try:
+            return await self._measure(blaster.counter)
+        finally:
+            await blaster.stop()
+
+    async def sdk(self, producer: Producer, mode: Mode) -> dict[str, Any]:
+        message = Message(self.args.topic, self.body)
+        load: AwaitLoad | PipelineLoad
+        if mode.kind == "await":
+            load = AwaitLoad(producer, message, mode.inflight)
+        elif mode.kind == "async":
+            load = PipelineLoad(producer, message, mode.inflight)
+        else:
+            batch = [Message(self.args.topic, self.body) for _ in range(mode.batch)]
+            load = BatchLoad(producer, batch, mode.inflight)
+        await load.start()
+        try:
+            return await self._measure(load.counter)
+        finally:
+            await load.stop()
+
+    async def _measure(self, counter: Any) -> dict[str, Any]:
+        return await measure(
+            counter,
+            warmup_s=self.args.warmup,
+            duration_s=self.args.duration,
+            server_pid=self.server_pid,
+        )
+
+
+async def run_bench(
+    args: argparse.Namespace, namesrv: str, server_pid: int | None
+) -> dict[str, Any]:
+    bench = Bench(args, namesrv, server_pid)
+    await bench.prepare()
+    modes = modes_of(args)
+    rounds: dict[str, list[dict[str, Any]]] = {m.name: [] for m in modes}
+    async with Producer(GROUP, namesrv=namesrv, routing=args.routing) as producer:
+        await producer.send(Message(args.topic, bench.body))  # route and connection
+        with common.progress() as bar:
+            task = bar.add_task(NAME, total=len(modes) * args.rounds * 2)
+            for n in range(args.rounds):
+                for mode in modes:
+                    entry: dict[str, Any] = {}
+                    # alternate who goes first, so a drift in machine load hits both
+                    order = ("blaster", "sdk") if n % 2 == 0 else ("sdk", "blaster")
+                    for side in order:
+                        bar.update(task, description=f"round {n + 1}: {side} {mode.name}")
+                        if side == "blaster":
+                            entry[side] = await bench.blaster(mode)
+                        else:
+                            entry[side] = await bench.sdk(producer, mode)
+                        bar.advance(task)
+                    rounds[mode.name].append(entry)
+    return summarize(modes, rounds)
+
+
+def _median_of(entries: list[dict[str, Any]], side: str, *path: str) -> float | None:
+    values = []
+    for entry in entries:
+        value: Any = entry[side]
+        for key in path:
+            value = value[key]
+        if value is not None:
+            values.append(float(value))
+    return round(common.median(values), 4) if values else None
+
+
+def summarize(modes: list[Mode], rounds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for mode in modes:
+        entries = rounds[mode.name]
+        ratios = [common.ratio(e["sdk"]["msgs_per_s"], e["blaster"]["msgs_per_s"]) for e in entries]
+        out[mode.name] = {
+            "kind": mode.kind,
+            "inflight": mode.inflight,
+            "batch": mode.batch,
+            "ratio": round(common.median([r for r in ratios if r is not None]), 4),
+            "rounds": entries,
+            **{
+                f"{side}_{key}": _median_of(entries, side, *path)
+                for side in ("sdk", "blaster")
+                for key, path in (
+                    ("msgs_per_s", ("msgs_per_s",)),
+                    ("p50_ms", ("latency", "p50_ms")),
+                    ("p99_ms", ("latency", "p99_ms")),
+                    ("client_cpu", ("client_cpu",)),
+                    ("server_cpu", ("server_cpu",)),
+                )
+            },
+        }
+    singles = [m for m in modes if m.kind == "await" and m.inflight == 1]
+    single = None
+    if singles:
+        row = out[singles[0].name]
+        single = {
+            "sdk_p50_ms": row["sdk_p50_ms"],
+            "raw_p50_ms": row["blaster_p50_ms"],
+            "ratio": common.ratio(row["sdk_p50_ms"], row["blaster_p50_ms"]),
+        }
+    limit = max(
+        (row["blaster_msgs_per_s"] or 0.0 for row in out.values() if not row["batch"]),
+        default=None,
+    )
+    return {"modes": out, "single_inflight": single, "limit_msgs_per_s": limit}
+
+
+def targets_of(results: dict[str, Any], args: argparse.Namespace) -> list[common.Target]:
+    modes = results["modes"]
+    targets = []
+    if "await x256" in modes:
+        targets.append(
+            common.Target("await x256 msgs/s vs blaster", modes["await x256"]["ratio"], ">=", 0.6)
+        )
+    pipelined = modes.get(f"async w{args.window}")
+    if pipelined is not None:
+        targets.append(
+            common.Target(f"send_async w{args.window} vs blaster", pipelined["ratio"], ">=", 0.8)
+        )
+    single = results["single_inflight"]
+    if single is not None:
+        targets.append(
+            common.Target("single-in-flight p50 vs raw round trip", single["ratio"], "<=", 1.3)
+        )
+    return targets
+
+
+def print_table(results: dict[str, Any]) -> None:
+    table = Table(title="SDK vs raw-frame blaster (medians over rounds)")
+    for column in (
+        "mode",
+        "SDK msg/s",
+        "blaster msg/s",
+        "ratio",
+        "SDK p50/p99 ms",
+        "blaster p50/p99 ms",
+        "client CPU sdk/blast",
+        "broker CPU sdk/blast",
+    ):
+        table.add_column(column, justify="left" if column == "mode" else "right")
+    for name, row in results["modes"].items():
+        table.add_row(
+            name,
+            common.fmt(row["sdk_msgs_per_s"], 0),
+            common.fmt(row["blaster_msgs_per_s"], 0),
+            common.fmt(row["ratio"], 3),
+            f"{common.fmt(row['sdk_p50_ms'], 3)} / {common.fmt(row['sdk_p99_ms'], 3)}",
+            f"{common.fmt(row['blaster_p50_ms'], 3)} / {common.fmt(row['blaster_p99_ms'], 3)}",
+            f"{common.fmt(row['sdk_client_cpu'])} / {common.fmt(row['blaster_client_cpu'])}",
+            f"{common.fmt(row['sdk_server_cpu'])} / {common.fmt(row['blaster_server_cpu'])}",
+        )
+    common.out.print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = settle_args(build_parser().parse_args(argv))
+    started, machine = time.monotonic(), common.machine_info()
+    if args.namesrv:
+        results = common.run(lambda: run_bench(args, args.namesrv, None), args.loop)
+        results["server"] = {"namesrv": args.namesrv}
+    else:
+        topics = {args.topic: args.queues}
+        with ClusterProcess(brokers=1, topics=topics, sink=True) as cluster:
+            results = common.run(lambda: run_bench(args, cluster.namesrv, cluster.pid), args.loop)
+            results["server"] = {"sink": True, "command": cluster.command[1:]}
+    targets = targets_of(results, args)
+    plots = []
+    if args.plots:
+        from benchmarks import _plots
+
+        plots = _plots.throughput(results, args.out)
+    path = common.write_result(
+        args.out,
+        NAME,
+        config=common.config_of(args),
+        results=results,
+        targets=targets,
+        plots=plots,
+        started=started,
+        machine=machine,
+        argv=argv,
+    )
+    print_table(results)
+    for line in common.target_lines(targets):
+        common.out.print(line)
+    common.out.print(f"result: {path}" + "".join(f"\nplot: {args.out / p}" for p in plots))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""Run a benchmark as ``python -m benchmarks.<name>`` and check what every one writes."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_benchmark(name: str, options: str, out: Path, timeout: float = 50) -> dict[str, Any]:
+    argv = [*shlex.split(options), "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    document: dict[str, Any] = json.loads((out / "result.json").read_text())
+    assert document["schema"] == 1
+    assert document["benchmark"] == name
+    assert document["command"] == f"python -m benchmarks.{name} {shlex.join(argv)}"
+    assert document["machine"]["cpus"] >= 1 and document["timestamp"]
+    for plot in document["plots"]:
+        assert (out / plot).stat().st_size > 1000
+    assert "result:" in done.stdout  # the table and the file names are printed
+    return document
+
+
+def help_text(name: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return done.stdout

@@ -1,0 +1,37 @@
+"""Smoke test of ``python -m benchmarks.throughput``: a tiny run of the real command.
+
+The benchmarks run as subprocesses, exactly as documented (and so that their modules do
+not load into the test process).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .support import help_text, run_benchmark
+
+
+def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
+    document = run_benchmark(
+        "throughput",
+        "--quick --duration 0.3 --warmup 0.1 --concurrency 1,4 --window 32"
+        " --batch 4 --batch-concurrency 2",
+        tmp_path,
+    )
+    modes = document["results"]["modes"]
+    assert set(modes) == {"await x1", "await x4", "async w32", "batch 4x2"}
+    for row in modes.values():
+        assert row["sdk_msgs_per_s"] > 0 and row["blaster_msgs_per_s"] > 0
+        assert row["ratio"] > 0
+        assert row["sdk_server_cpu"] is not None  # the sink's /proc/<pid>/stat was read
+    single = document["results"]["single_inflight"]
+    assert single["raw_p50_ms"] > 0 and single["sdk_p50_ms"] > 0
+    names = {t["name"] for t in document["targets"]}
+    assert "single-in-flight p50 vs raw round trip" in names
+    assert set(document["plots"]) == {"throughput.png", "latency.png"}
+    json.dumps(document)  # plain JSON all the way down
+
+
+def test_help() -> None:
+    assert "--quick" in help_text("throughput")
