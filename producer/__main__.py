@@ -3,6 +3,7 @@
 * ``send``    - send messages to a topic and report results, latency and brokers.
 * ``demo``    - fault-aware routing live against an in-process dev cluster.
 * ``cluster`` - run the dev cluster (``producer.testing``) until interrupted.
+* ``bench``   - run a benchmark from the source tree's ``benchmarks/`` package.
 
 Each command's core is an ``async def`` taking the parsed arguments (tests await it);
 :func:`main` parses ``argv`` and runs it on asyncio. Bad arguments exit with status 2.
@@ -51,7 +52,36 @@ def build_parser() -> argparse.ArgumentParser:
             description="Run the embedded dev cluster until Ctrl-C / SIGTERM.",
         )
     )
+    bench = commands.add_parser(
+        "bench",
+        help="run a benchmark (throughput, faults, memory) from the source tree",
+        description="Run benchmarks.<NAME> with the remaining arguments "
+        "(e.g. 'bench throughput --quick'); needs the repository's benchmarks/ package.",
+    )
+    bench.add_argument("name", choices=BENCHMARKS, metavar="NAME", help=" | ".join(BENCHMARKS))
+    bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the benchmark")
     return parser
+
+
+BENCHMARKS = ("throughput", "faults", "memory")
+
+
+def run_bench(name: str, rest: list[str]) -> int:
+    """Benchmarks ship with the source, not the wheel: say so instead of a traceback."""
+    import importlib
+
+    try:
+        module = importlib.import_module(f"benchmarks.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("benchmarks", f"benchmarks.{name}"):
+            raise
+        print(
+            f"error: benchmark {name!r} not found: run from the repository root, "
+            "where the benchmarks/ package lives",
+            file=sys.stderr,
+        )
+        return 2
+    return int(module.main(rest))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The dev cluster's CLI parses its own options (validated above by the same
         # definitions); no global option takes a value, so "cluster" is the command word.
         return run_cluster_cli(argv[argv.index("cluster") + 1 :])
+    if args.command == "bench":
+        return run_bench(args.name, list(args.rest))
     if args.command == "send":
         return run_command(lambda stop: run_send(args, stop=stop))
     return run_command(lambda stop: run_demo(args, stop=stop))
