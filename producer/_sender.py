@@ -3,6 +3,11 @@
 For each attempt it selects a queue (or takes the selector's), gets a connection, sends
 the request rebuilt for that queue, feeds the outcome to the fault-aware router (S8),
 runs hooks and telemetry, and asks the plan what to do next.
+
+The clock is read once per step that can take time: at the start, after each wait
+(backpressure, route lookup, connect, hooks, back-off) and after each attempt. Code
+between two awaits that cannot suspend reuses the last reading (``now``), so a plain
+send reads it four times rather than once per decision.
 """
 
 from __future__ import annotations
@@ -85,7 +90,7 @@ class Sender:
         span = self.telemetry.start_send(topic, job.mode.value)
         started = self.clock.monotonic_ms()
         try:
-            result = await self._run_limited(_Send(job, plan, span))
+            result = await self._run_limited(_Send(job, plan, span), started)
         except ProducerError as exc:
             self.telemetry.finish_error(span, topic, exc, self._seconds_since(started))
             raise
@@ -95,14 +100,18 @@ class Sender:
         self.telemetry.finish_ok(span, topic, result, self._seconds_since(started))
         return result
 
-    async def _run_limited(self, send: _Send) -> SendResult:
+    async def _run_limited(self, send: _Send, now: float) -> SendResult:
         job = send.job
         size = len(job.prepared.body)
         if not self.limiter.try_acquire(size):
-            await self.limiter.acquire(size, job.deadline_ms - self.clock.monotonic_ms())
+            await self.limiter.acquire(size, job.deadline_ms - now)
+            now = self.clock.monotonic_ms()
         try:
-            route = await self.routes.get(job.prepared.topic, job.deadline_ms)
-            finish = await self._attempts(send, route)
+            route = self.routes.cached(job.prepared.topic)
+            if route is None:
+                route = await self.routes.get(job.prepared.topic, job.deadline_ms)
+                now = self.clock.monotonic_ms()
+            finish = await self._attempts(send, route, now)
         finally:
             self.limiter.release(size)
         if finish.error is not None:
@@ -110,34 +119,34 @@ class Sender:
         assert finish.result is not None
         return finish.result
 
-    async def _attempts(self, send: _Send, route: TopicRoute) -> Finish:
+    async def _attempts(self, send: _Send, route: TopicRoute, now: float) -> Finish:
         plan = send.plan
-        step = plan.next_attempt(self.clock.monotonic_ms())
+        step = plan.next_attempt(now)
         while isinstance(step, Dispatch):
             route = self.routes.cached(route.topic) or route  # a refresh may have landed
-            queue = self._select(send.job, plan, route)
-            decision = await self._attempt(send, route, queue, step)
+            queue = self._select(send.job, plan, route, now)
+            decision, now = await self._attempt(send, route, queue, step, now)
             if isinstance(decision, Finish):
                 return decision
-            await self._back_off(decision, plan)
-            step = plan.next_attempt(self.clock.monotonic_ms())
+            if decision.backoff_ms > 0:
+                await self._back_off(decision, plan, now)
+                now = self.clock.monotonic_ms()
+            step = plan.next_attempt(now)
         return step
 
-    def _select(self, job: SendJob, plan: SendPlan, route: TopicRoute) -> MessageQueue:
+    def _select(self, job: SendJob, plan: SendPlan, route: TopicRoute, now: float) -> MessageQueue:
         if job.selector is not None:
             return job.selector(route)
-        now = int(self.clock.monotonic_ms())
-        return self.router.select_queue(route.snapshot, plan.last_broker, now)
+        return self.router.select_queue(route.snapshot, plan.last_broker, int(now))
 
-    async def _back_off(self, decision: Retry, plan: SendPlan) -> None:
-        if decision.backoff_ms <= 0:
-            return
-        remaining = plan.deadline_ms - self.clock.monotonic_ms()
+    async def _back_off(self, decision: Retry, plan: SendPlan, now: float) -> None:
+        remaining = plan.deadline_ms - now
         await anyio.sleep(max(min(decision.backoff_ms, remaining), 0.0) / 1000.0)
 
     async def _attempt(
-        self, send: _Send, route: TopicRoute, queue: MessageQueue, step: Dispatch
-    ) -> Retry | Finish:
+        self, send: _Send, route: TopicRoute, queue: MessageQueue, step: Dispatch, now: float
+    ) -> tuple[Retry | Finish, float]:
+        """One attempt; returns the decision and the clock reading it ended at."""
         job, plan = send.job, send.plan
         addr = route.broker_addrs.get(queue.broker_name, "")
         ctx = None
@@ -146,13 +155,14 @@ class Sender:
                 self.group, job.message, queue, addr, step.number, job.prepared.msg_id
             )
             await self.hooks.before(ctx)
-        start = self.clock.monotonic_ms()
+            now = self.clock.monotonic_ms()
+        start = now
         try:
-            result = await self._exchange(job.prepared, queue, addr, start + step.timeout_ms)
+            result = await self._exchange(job.prepared, queue, addr, start + step.timeout_ms, start)
         except ProducerError as exc:
             now = self.clock.monotonic_ms()
             latency = now - start
-            self._record_fault(queue.broker_name, latency, exc)
+            self._record_fault(queue.broker_name, latency, exc, now)
             decision: Retry | Finish = plan.on_error(queue, exc, latency, now)
             if ctx is not None:
                 ctx.error, ctx.latency_ms = exc, latency
@@ -160,24 +170,34 @@ class Sender:
             plan.on_cancelled(queue, self.clock.monotonic_ms() - start)  # S8: no fault
             raise
         else:
-            latency = self.clock.monotonic_ms() - start
-            self._record_fault(queue.broker_name, latency, None)
+            now = self.clock.monotonic_ms()
+            latency = now - start
+            self._record_fault(queue.broker_name, latency, None, now)
             decision = plan.on_result(queue, result, latency)
             if ctx is not None:
                 ctx.result, ctx.latency_ms = result, latency
         self.telemetry.attempt(send.span, route.topic, plan.attempts[-1], step.number)
         if ctx is not None:
             await self.hooks.after(ctx)
-        return decision
+            now = self.clock.monotonic_ms()
+        return decision, now
 
     async def _exchange(
-        self, prepared: PreparedMessage, queue: MessageQueue, addr: str, deadline_ms: float
+        self,
+        prepared: PreparedMessage,
+        queue: MessageQueue,
+        addr: str,
+        deadline_ms: float,
+        now: float,
     ) -> SendResult:
         if not addr:
             raise ConnectError(f"no master address for broker {queue.broker_name!r} in the route")
-        connect_budget = min(deadline_ms - self.clock.monotonic_ms(), self.connect_timeout_ms)
-        connection = await self.pool.get(addr, timeout_ms=connect_budget)
-        remaining = deadline_ms - self.clock.monotonic_ms()
+        connection = self.pool.open_connection(addr)
+        if connection is None:
+            connect_budget = min(deadline_ms - now, self.connect_timeout_ms)
+            connection = await self.pool.get(addr, timeout_ms=connect_budget)
+            now = self.clock.monotonic_ms()
+        remaining = deadline_ms - now
         if remaining <= 0:
             raise RequestTimeout(f"no time left to send to {addr} after connecting")
         request = build_send_request(prepared, queue, self.clock.wall_ms())
@@ -209,21 +229,24 @@ class Sender:
             request = build_send_request(prepared, queue, self.clock.wall_ms(), oneway=True)
             await connection.send_oneway(request, deadline_ms - self.clock.monotonic_ms())
         except ProducerError as exc:
-            latency = self.clock.monotonic_ms() - start
-            self._record_fault(queue.broker_name, latency, exc)
+            now = self.clock.monotonic_ms()
+            latency = now - start
+            self._record_fault(queue.broker_name, latency, exc, now)
             record = AttemptRecord(
                 queue.broker_name, queue.queue_id, outcome_of(exc), exc.code, latency
             )
             raise exc.with_attempts([record]) from None
 
-    def _record_fault(self, broker: str, latency_ms: float, error: ProducerError | None) -> None:
+    def _record_fault(
+        self, broker: str, latency_ms: float, error: ProducerError | None, now_ms: float
+    ) -> None:
         """S8: success -> latency; any error -> isolation (5.x marks broker codes unreachable)."""
         bans_before = self.router.ban_count
         self.router.record(
             broker,
             int(latency_ms),
             isolation=error is not None,
-            now_ms=int(self.clock.monotonic_ms()),
+            now_ms=int(now_ms),
             reachable=not isinstance(error, BrokerError),
         )
         if self.router.ban_count > bans_before:

@@ -69,6 +69,15 @@ class ConnectionPool:
         """Addresses with an open connection now."""
         return list(self._connections)
 
+    def open_connection(self, address: str) -> Connection | None:
+        """The open connection to ``address`` if there is one; never connects or waits."""
+        if self._closed:
+            return None
+        connection = self._connections.get(address)
+        if connection is None or connection.is_closed:
+            return None
+        return connection
+
     async def get(self, address: str, *, timeout_ms: float | None = None) -> Connection:
         """The open connection to ``address``, connecting (once, shared) if there is none.
 
