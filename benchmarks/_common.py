@@ -114,7 +114,7 @@ def progress() -> Progress:
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+        TextColumn("{task.percentage:>3.0f}%"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
@@ -169,7 +169,7 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 @dataclass
 class Target:
-    """One checked claim: ``value op threshold`` (op is ``>=`` or ``<=``)."""
+    """One checked claim: ``value op threshold`` (op is ``>=``, ``<=`` or ``<``)."""
 
     name: str
     value: float | None
@@ -181,7 +181,11 @@ class Target:
     def met(self) -> bool:
         if self.value is None:
             return False
-        return self.value >= self.threshold if self.op == ">=" else self.value <= self.threshold
+        if self.op == ">=":
+            return self.value >= self.threshold
+        if self.op == "<":
+            return self.value < self.threshold
+        return self.value <= self.threshold
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "met": self.met}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .support import help_text, run_benchmark
+from bench_support import help_text, run_benchmark
 
 
 def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
