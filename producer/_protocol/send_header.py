@@ -74,7 +74,8 @@ def parse_int(fields: Mapping[str, str], name: str, *, wide: bool = False) -> in
 
 
 def _to_int(name: str, text: str, bounds: tuple[int, int]) -> int:
-    if not _DECIMAL.fullmatch(text):
+    # Plain ASCII digits (every id and offset a broker sends) skip the regex.
+    if not (text.isascii() and text.isdigit()) and not _DECIMAL.fullmatch(text):
         raise HeaderFieldError(name, f"is not an integer: {text!r}")
     value = int(text)
     if not bounds[0] <= value <= bounds[1]:
