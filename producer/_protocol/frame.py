@@ -22,6 +22,7 @@ _INT32 = struct.Struct(">i")
 _PREFIX = struct.Struct(">ii")
 _BINARY_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 _LANGUAGE_NAMES = {lang.value: lang.name for lang in LanguageCode}
+_LANGUAGE_CODES = dict(LanguageCode.__members__)  # name -> member (__members__ copies per call)
 
 
 class _JsonHeaderOut(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -141,7 +142,7 @@ def _decode_json_header(header: memoryview | bytes) -> RemotingCommand:
         h = _json_header_decoder.decode(header)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise RemoteProtocolError(f"malformed JSON header: {exc}") from None
-    language = LanguageCode.__members__.get(h.language, LanguageCode.OTHER)
+    language = _LANGUAGE_CODES.get(h.language, LanguageCode.OTHER)
     return RemotingCommand(
         h.code,
         opaque=h.opaque,
