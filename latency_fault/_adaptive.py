@@ -17,7 +17,6 @@ steering with no noise when nothing is wrong.
 from __future__ import annotations
 
 import random
-import statistics
 from collections.abc import Iterable
 
 from ._health import AdaptiveConfig, BrokerHealth, BrokerState
@@ -37,6 +36,11 @@ class AdaptiveRouter:
         self._health: dict[str, BrokerHealth] = {}
         self._bans = 0
         self._last_now = 0
+        # Weights are recomputed at most once per millisecond and route, and at once
+        # after a change of state (ban, readmission, trial): a latency sample may wait a
+        # millisecond to count, a ban may not.
+        self._cached_weights: dict[str, float] = {}
+        self._cache_key: tuple[int, tuple[str, ...]] | None = None
 
     @property
     def config(self) -> AdaptiveConfig:
@@ -55,42 +59,60 @@ class AdaptiveRouter:
         health = self._health.get(queue.broker_name)
         if health is not None and health.state(now_ms) is BrokerState.HALF_OPEN:
             health.book_trial(now_ms, self._config)
+            self._cache_key = None
         return queue
+
+    def on_dispatch(self, broker: str, now_ms: int) -> None:
+        """An attempt to `broker` was sent; pair it with one `on_complete`."""
+        self._health.setdefault(broker, BrokerHealth()).dispatched(now_ms)
+
+    def on_complete(self, broker: str) -> None:
+        """An attempt to `broker` ended: answered, failed or cancelled."""
+        health = self._health.get(broker)
+        if health is not None:
+            health.completed()
 
     def _weights(self, brokers: tuple[str, ...], now_ms: int) -> dict[str, float]:
         """Each broker's share of a full round-robin share; 0 means do not send."""
-        reference = self._reference_latency(brokers, now_ms)
-        weights: dict[str, float] = {}
+        key = (now_ms, brokers)
+        if key != self._cache_key:
+            self._cached_weights = self._compute_weights(brokers, now_ms)
+            self._cache_key = key
+        return self._cached_weights
+
+    def _compute_weights(self, brokers: tuple[str, ...], now_ms: int) -> dict[str, float]:
+        effective: dict[str, float | None] = {}
+        healthy: list[float] = []
         for broker in brokers:
             health = self._health.get(broker)
-            if health is None:
-                weights[broker] = 1.0
-                continue
-            state = health.state(now_ms)
-            if state is BrokerState.BANNED:
-                weight = 0.0
-            elif state is BrokerState.HALF_OPEN:
-                weight = 1.0 if health.is_trial_open(now_ms) else 0.0
-            else:
-                weight = health.weight(reference, self._config)
-            health.last_weight = weight
-            weights[broker] = weight
+            latency = None if health is None else health.effective_latency(now_ms)
+            effective[broker] = latency
+            if latency is not None and health is not None and not health.tripped:
+                healthy.append(latency)
+        # The low median of the healthy brokers: a broker is judged by its peers, not by
+        # the luckiest one (with two brokers, the faster). Effective latencies on both
+        # sides: a stall of our own event loop ages every broker alike and steers nothing.
+        reference = sorted(healthy)[(len(healthy) - 1) // 2] if healthy else None
+        weights: dict[str, float] = {}
+        for broker in brokers:
+            weights[broker] = self._weight_of(broker, effective[broker], reference, now_ms)
         return weights
 
-    def _reference_latency(self, brokers: tuple[str, ...], now_ms: int) -> float | None:
-        """The (low) median latency of the healthy brokers of this route.
-
-        Against the median, a broker is judged by its peers, not by the luckiest one;
-        with two brokers the low median is the faster one.
-        """
-        latencies = [
-            health.latency_ms
-            for health in (self._health.get(b) for b in brokers)
-            if health is not None
-            and health.latency_ms is not None
-            and health.state(now_ms) is BrokerState.HEALTHY
-        ]
-        return statistics.median_low(latencies) if latencies else None
+    def _weight_of(
+        self, broker: str, latency: float | None, reference: float | None, now_ms: int
+    ) -> float:
+        health = self._health.get(broker)
+        if health is None:
+            return 1.0
+        state = health.state(now_ms)
+        if state is BrokerState.BANNED:
+            weight = 0.0
+        elif state is BrokerState.HALF_OPEN:
+            weight = 1.0 if health.is_trial_open(now_ms) else 0.0
+        else:
+            weight = health.weight(latency, reference, self._config)
+        health.last_weight = weight
+        return weight
 
     def _accepts(self, weight: float) -> bool:
         # Full and zero weights draw nothing, so healthy selection is deterministic.
@@ -132,10 +154,13 @@ class AdaptiveRouter:
         """Feed one outcome (a send or a probe). `reachable` is 5.x's flag: ignored."""
         self._last_now = max(self._last_now, now_ms)
         health = self._health.setdefault(broker, BrokerHealth())
+        was_tripped = health.tripped
         if not isolation:
             health.on_success(latency_ms, now_ms, self._config)
         elif health.on_failure(now_ms, self._config):
             self._bans += 1
+        if health.tripped or was_tripped:
+            self._cache_key = None  # bans and readmissions take effect at once
 
     def due_probes(self, now_ms: int) -> list[str]:
         """Brokers to probe now. Each is returned at most once per probe interval: the
@@ -149,9 +174,11 @@ class AdaptiveRouter:
         keep = set(broker_names)
         for broker in [b for b in self._health if b not in keep]:
             del self._health[broker]
+        self._cache_key = None
 
     def forget(self, broker: str) -> None:
         self._health.pop(broker, None)
+        self._cache_key = None
 
     def state(self, broker: str, now_ms: int) -> BrokerState:
         health = self._health.get(broker)

@@ -58,6 +58,12 @@ class OffRouter:
     ) -> None:
         return None
 
+    def on_dispatch(self, broker: str, now_ms: int) -> None:
+        return None  # the Java strategies learn from answers only
+
+    def on_complete(self, broker: str) -> None:
+        return None
+
     def due_probes(self, now_ms: int) -> list[str]:
         return []
 
@@ -115,6 +121,12 @@ class _ClassicBase:
         duration = self._policy.ban_duration(latency_ms, isolation=isolation)
         if self._tracker.update(broker, latency_ms, duration, reachable=reachable, now_ms=now_ms):
             self._bans += 1
+
+    def on_dispatch(self, broker: str, now_ms: int) -> None:
+        return None  # the Java strategies learn from answers only
+
+    def on_complete(self, broker: str) -> None:
+        return None
 
     def due_probes(self, now_ms: int) -> list[str]:
         # 5.x's detector is off by default (startDetectorEnable=false); 4.9 has none.

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 __all__ = ["AdaptiveConfig", "BrokerHealth", "BrokerState"]
 
@@ -83,6 +84,27 @@ class BrokerHealth:
     trial_successes: int = 0
     last_sample_ms: int = 0
     last_weight: float = 1.0
+    #: Dispatch times of the attempts still in flight, oldest first. An answer ends the
+    #: oldest: exact for the age of the oldest when answers come in order, and an
+    #: underestimate otherwise, which can only delay steering, never cause it.
+    outstanding: deque[int] = field(default_factory=deque)
+
+    def dispatched(self, now_ms: int) -> None:
+        self.outstanding.append(now_ms)
+
+    def completed(self) -> None:
+        if self.outstanding:
+            self.outstanding.popleft()
+
+    def effective_latency(self, now_ms: int) -> float | None:
+        """The latency estimate, or the age of the oldest unanswered attempt if that is
+        longer: a broker that went slow is seen at once, not one round trip later."""
+        latency = self.latency_ms
+        if self.outstanding:
+            age = float(now_ms - self.outstanding[0])
+            if latency is None or age > latency:
+                return age
+        return latency
 
     def state(self, now_ms: int) -> BrokerState:
         if not self.tripped:
@@ -148,15 +170,21 @@ class BrokerHealth:
         self.tripped = False
         self.error_rate = min(self.error_rate, config.error_tolerance)
 
-    def weight(self, reference_ms: float | None, config: AdaptiveConfig) -> float:
-        """Relative share of traffic while healthy: 1 is a full share."""
-        return self._latency_weight(reference_ms, config) * self._error_weight(config)
+    def weight(
+        self, latency_ms: float | None, reference_ms: float | None, config: AdaptiveConfig
+    ) -> float:
+        """Relative share of traffic while healthy (1 is a full share), given this
+        broker's effective latency and the reference (median) one."""
+        return self._latency_weight(latency_ms, reference_ms, config) * self._error_weight(config)
 
-    def _latency_weight(self, reference_ms: float | None, config: AdaptiveConfig) -> float:
-        if self.latency_ms is None or reference_ms is None:
+    @staticmethod
+    def _latency_weight(
+        latency_ms: float | None, reference_ms: float | None, config: AdaptiveConfig
+    ) -> float:
+        if latency_ms is None or reference_ms is None:
             return 1.0
         slack = config.latency_slack_ms
-        ratio = (self.latency_ms + slack) / (reference_ms + slack)
+        ratio = (latency_ms + slack) / (reference_ms + slack)
         if ratio <= config.slow_tolerance:
             return 1.0
         weight: float = (config.slow_tolerance / ratio) ** config.slow_exponent
@@ -192,6 +220,8 @@ class BrokerHealth:
         latency = "?" if self.latency_ms is None else f"{self.latency_ms:.0f}ms"
         text = f"{self.state(now_ms).value} lat={latency} err={self.error_rate:.2f}"
         text += f" w={self.last_weight:.2f}"
+        if self.outstanding:
+            text += f" inflight={len(self.outstanding)} oldest={now_ms - self.outstanding[0]}ms"
         if self.tripped:
             text += f" until={self.banned_until_ms} strikes={self.strikes}"
         return text

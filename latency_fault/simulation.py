@@ -129,6 +129,7 @@ class _Run:
         broker = queue.broker_name
         send.attempts += 1
         self.windows[now // self.scenario.window_ms][broker] += 1
+        self.router.on_dispatch(broker, now)
         timeout = self.scenario.attempt_timeout(elapsed)
         draw = self.traces[broker].phase_at(now).draw(self.outcomes, timeout)
         self.push(now + draw.latency_ms, "done", send=send, broker=broker, draw=draw)
@@ -136,6 +137,7 @@ class _Run:
     def _on_done(self, event: _Event) -> None:
         assert event.send is not None and event.draw is not None
         draw, now = event.draw, event.at_ms
+        self.router.on_complete(event.broker)
         self.router.record(
             event.broker,
             draw.latency_ms,

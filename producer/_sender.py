@@ -157,9 +157,12 @@ class Sender:
             await self.hooks.before(ctx)
             now = self.clock.monotonic_ms()
         start = now
+        broker = queue.broker_name
+        self.router.on_dispatch(broker, int(start))  # an unanswered attempt is evidence too
         try:
             result = await self._exchange(job.prepared, queue, addr, start + step.timeout_ms, start)
         except ProducerError as exc:
+            self.router.on_complete(broker)
             now = self.clock.monotonic_ms()
             latency = now - start
             self._record_fault(queue.broker_name, latency, exc, now)
@@ -167,9 +170,11 @@ class Sender:
             if ctx is not None:
                 ctx.error, ctx.latency_ms = exc, latency
         except BaseException:
+            self.router.on_complete(broker)
             plan.on_cancelled(queue, self.clock.monotonic_ms() - start)  # S8: no fault
             raise
         else:
+            self.router.on_complete(broker)
             now = self.clock.monotonic_ms()
             latency = now - start
             self._record_fault(queue.broker_name, latency, None, now)

@@ -190,7 +190,7 @@ def test_f4_healed_broker_keeps_no_more_errors_than_the_tolerance() -> None:
     health = router.health("b")
     assert health is not None
     assert health.error_rate <= CFG.error_tolerance
-    assert health.weight(20.0, CFG) == 1.0
+    assert health.weight(health.latency_ms, 20.0, CFG) == 1.0
 
 
 def test_f4_a_real_error_rate_costs_share() -> None:
@@ -200,7 +200,7 @@ def test_f4_a_real_error_rate_costs_share() -> None:
     health = router.health("c")
     assert health is not None
     assert 0.2 < health.error_rate < 0.45
-    assert health.weight(20.0, CFG) < 0.6
+    assert health.weight(health.latency_ms, 20.0, CFG) < 0.6
 
 
 def test_f4_starved_slow_broker_is_offered_a_probe() -> None:
