@@ -47,6 +47,7 @@ from producer import Message, Producer
 NAME = "faults"
 TOPIC = "BenchFaults"
 CLASSIC = ("classic_4_9", "classic_5")
+BEATS = 0.95  # "adaptive beats classic": its p99 at least 5% lower, not a tie within noise
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,15 +71,17 @@ def settle_args(args: argparse.Namespace) -> argparse.Namespace:
     args.window = args.window or (5.0 if quick else 25.0)
     args.warmup = args.warmup or (1.0 if quick else 3.0)
     args.flap_period = args.flap_period or (2.0 if quick else 5.0)
-    args.throughput_seconds = args.throughput_seconds or (1.0 if quick else 4.0)
-    args.rounds = args.rounds or (1 if quick else 3)
+    args.throughput_seconds = args.throughput_seconds or (1.0 if quick else 3.0)
+    args.rounds = args.rounds or (1 if quick else 5)
     args.steady_after_s = min(5.0, args.window / 3)
     return args
 
 
 async def healthy_throughput(args: argparse.Namespace, namesrv: str, pid: int) -> dict[str, Any]:
-    """Each strategy's closed-loop msgs/s on the healthy cluster, rounds interleaved."""
+    """Each strategy's closed-loop msgs/s on the healthy cluster, rounds interleaved, and
+    the client CPU it spent per message (less sensitive to a noisy neighbour)."""
     rates: dict[str, list[float]] = {s: [] for s in STRATEGIES}
+    cpu_us: dict[str, list[float]] = {s: [] for s in STRATEGIES}
     message = Message(TOPIC, b"x" * 1024)
     async with contextlib.AsyncExitStack() as stack:  # producers close in reverse order
         producers = {
@@ -98,7 +101,16 @@ async def healthy_throughput(args: argparse.Namespace, namesrv: str, pid: int) -
                 )
                 await load.stop()
                 rates[strategy].append(window["msgs_per_s"])
-    return {s: {"msgs_per_s": common.median(r), "rounds": r} for s, r in rates.items()}
+                if window["client_cpu"] is not None and window["msgs_per_s"]:
+                    cpu_us[strategy].append(1e6 * window["client_cpu"] / window["msgs_per_s"])
+    return {
+        s: {
+            "msgs_per_s": common.median(r),
+            "rounds": r,
+            "client_cpu_us_per_msg": round(common.median(cpu_us[s]), 2) if cpu_us[s] else None,
+        }
+        for s, r in rates.items()
+    }
 
 
 def summarize(
@@ -200,7 +212,13 @@ def targets_of(results: dict[str, Any]) -> list[common.Target]:
     rates = {name: ran[name]["strategies"]["adaptive"]["success_rate"] for name in ran}
     worst = min(rates, key=lambda n: rates[n] if rates[n] is not None else -1.0)
     targets.append(
-        common.Target("adaptive success rate, worst scenario", rates[worst], ">=", 1.0, worst)
+        common.Target(
+            "adaptive success rate, worst scenario",
+            rates[worst],
+            ">=",
+            1.0,
+            worst if (rates[worst] or 0.0) < 1.0 else "every scenario",
+        )
     )
     if "healthy" in ran and "brownout" in ran:
         value = common.ratio(
@@ -219,9 +237,9 @@ def targets_of(results: dict[str, Any]) -> list[common.Target]:
             common.Target(
                 f"adaptive p99 / classic p99 ({name})",
                 ratios[worst_classic],
-                "<",
-                1.0,
-                f"vs {worst_classic}",
+                "<=",
+                BEATS,
+                f"vs {worst_classic} (beating = at least 5% lower; closer is a tie)",
             )
         )
     healthy = results["healthy_throughput"]
@@ -279,10 +297,12 @@ def print_table(results: dict[str, Any]) -> None:
     healthy = Table(title="Healthy closed-loop throughput (256 concurrent await send)")
     healthy.add_column("strategy")
     healthy.add_column("msg/s (median)", justify="right")
+    healthy.add_column("client CPU us/msg", justify="right")
     healthy.add_column("rounds", justify="right")
     for strategy, row in results["healthy_throughput"].items():
         rounds = ", ".join(f"{r:,.0f}" for r in row["rounds"])
-        healthy.add_row(strategy, common.fmt(row["msgs_per_s"], 0), rounds)
+        cpu = common.fmt(row["client_cpu_us_per_msg"], 1)
+        healthy.add_row(strategy, common.fmt(row["msgs_per_s"], 0), cpu, rounds)
     common.out.print(healthy)
 
 
