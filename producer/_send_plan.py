@@ -11,7 +11,6 @@ Nothing here reads a clock or a global random source.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import random
 from dataclasses import dataclass
@@ -150,7 +149,17 @@ class SendPlan:
         outcome = AttemptOutcome.OK if ok else AttemptOutcome.NOT_STORED_OK
         code = None if ok else result.status.response_code
         self._record(queue, outcome, code, latency_ms)
-        result = dataclasses.replace(result, attempts=tuple(self.attempts))
+        result = SendResult(  # dataclasses.replace costs 3x this on the hot path
+            result.status,
+            result.msg_id,
+            result.offset_msg_id,
+            result.queue,
+            result.queue_offset,
+            result.region_id,
+            result.trace_on,
+            result.transaction_id,
+            tuple(self.attempts),
+        )
         if ok:
             return Finish(result=result)
         self._not_ok_result = result
