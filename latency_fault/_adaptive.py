@@ -41,6 +41,7 @@ class AdaptiveRouter:
         # millisecond to count, a ban may not.
         self._cached_weights: dict[str, float] = {}
         self._cache_key: tuple[int, tuple[str, ...]] | None = None
+        self._all_full = True
 
     @property
     def config(self) -> AdaptiveConfig:
@@ -51,20 +52,22 @@ class AdaptiveRouter:
         snapshot.require_queues()
         self._last_now = max(self._last_now, now_ms)
         weights = self._weights(snapshot.brokers, now_ms)
+        if last_broker is None and self._all_full:
+            return snapshot.round_robin()  # what the walk below does when all accept
         queue = snapshot.step_until(
             lambda q: q.broker_name != last_broker and self._accepts(weights[q.broker_name])
         )
         if queue is None:
             queue = self._fallback(snapshot, weights, last_broker)
         health = self._health.get(queue.broker_name)
-        if health is not None and health.state(now_ms) is BrokerState.HALF_OPEN:
+        if health is not None and health.tripped and health.state(now_ms) is BrokerState.HALF_OPEN:
             health.book_trial(now_ms, self._config)
             self._cache_key = None
         return queue
 
     def on_dispatch(self, broker: str, now_ms: int) -> None:
         """An attempt to `broker` was sent; pair it with one `on_complete`."""
-        self._health.setdefault(broker, BrokerHealth()).dispatched(now_ms)
+        self._health_of(broker).dispatched(now_ms)
 
     def on_complete(self, broker: str) -> None:
         """An attempt to `broker` ended: answered, failed or cancelled."""
@@ -72,11 +75,22 @@ class AdaptiveRouter:
         if health is not None:
             health.completed()
 
+    def _health_of(self, broker: str) -> BrokerHealth:
+        health = self._health.get(broker)
+        if health is None:
+            health = self._health[broker] = BrokerHealth()
+        return health
+
     def _weights(self, brokers: tuple[str, ...], now_ms: int) -> dict[str, float]:
         """Each broker's share of a full round-robin share; 0 means do not send."""
         key = (now_ms, brokers)
         if key != self._cache_key:
             self._cached_weights = self._compute_weights(brokers, now_ms)
+            # Only plain round-robin may skip the walk: a half-open broker's full weight
+            # means "one trial now", which the walk books.
+            self._all_full = all(w >= 1.0 for w in self._cached_weights.values()) and not any(
+                h.tripped for h in (self._health.get(b) for b in brokers) if h is not None
+            )
             self._cache_key = key
         return self._cached_weights
 
@@ -153,7 +167,7 @@ class AdaptiveRouter:
     ) -> None:
         """Feed one outcome (a send or a probe). `reachable` is 5.x's flag: ignored."""
         self._last_now = max(self._last_now, now_ms)
-        health = self._health.setdefault(broker, BrokerHealth())
+        health = self._health_of(broker)
         was_tripped = health.tripped
         if not isolation:
             health.on_success(latency_ms, now_ms, self._config)
