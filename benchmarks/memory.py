@@ -7,8 +7,8 @@ each awaiting ``send``). ``tracemalloc`` runs from the start. At each of ``--sam
 points the load pauses until nothing is in flight, the garbage collector runs, and one
 sample is taken: RSS (``VmRSS`` of ``/proc/self/status``), traced memory,
 ``len(asyncio.all_tasks())``, open connections and their ``pending_count``, and
-``producer.in_flight``. Growth is measured from the first sample after ``--warmup-share``
-of the sends to the last.
+``producer.in_flight``. Growth after ``--warmup-share`` of the sends compares the median of
+the last quarter of the pauses with the median of the first quarter.
 
 ``results``: ``samples`` (a list of those readings), ``growth`` (relative RSS and traced
 growth after warm-up, task and connection deltas, the most pending seen at a pause).
@@ -154,24 +154,35 @@ async def run_sends(args: argparse.Namespace, namesrv: str) -> list[dict[str, An
 
 
 def growth(samples: list[dict[str, Any]], warmup_sends: float) -> dict[str, Any]:
+    """Change after warm-up, robust to what happens to be alive at one pause: the median
+    of the last quarter of the samples against the median of the first quarter."""
     after = [s for s in samples if s["sends"] >= warmup_sends] or samples[-1:]
-    first, last = after[0], samples[-1]
+    quarter = max(1, len(after) // 4)
+    head, tail = after[:quarter], after[-quarter:]
+
+    def change(key: str) -> float | None:
+        before = common.median([s[key] for s in head])
+        return (common.median([s[key] for s in tail]) - before) / before if before else None
+
+    def mib(values: list[float], digits: int = 2) -> list[float]:
+        return [round(v / 2**20, digits) for v in values]
+
     return {
-        "from_sends": first["sends"],
-        "to_sends": last["sends"],
-        "rss_growth": (last["rss_bytes"] - first["rss_bytes"]) / first["rss_bytes"],
-        "traced_growth": (
-            (last["traced_bytes"] - first["traced_bytes"]) / first["traced_bytes"]
-            if first["traced_bytes"]
-            else None
+        "from_sends": after[0]["sends"],
+        "to_sends": after[-1]["sends"],
+        "quarter_samples": quarter,
+        "rss_growth": change("rss_bytes"),
+        "traced_growth": change("traced_bytes"),
+        "rss_mib": mib([after[0]["rss_bytes"], after[-1]["rss_bytes"]]),
+        "rss_mib_range": mib(
+            [min(s["rss_bytes"] for s in after), max(s["rss_bytes"] for s in after)]
         ),
-        "rss_mib": [round(first["rss_bytes"] / 2**20, 2), round(last["rss_bytes"] / 2**20, 2)],
-        "traced_mib": [
-            round(first["traced_bytes"] / 2**20, 3),
-            round(last["traced_bytes"] / 2**20, 3),
-        ],
-        "tasks_delta": last["tasks"] - first["tasks"],
-        "connections_delta": last["connections"] - first["connections"],
+        "traced_mib": mib([after[0]["traced_bytes"], after[-1]["traced_bytes"]], 3),
+        "traced_mib_range": mib(
+            [min(s["traced_bytes"] for s in after), max(s["traced_bytes"] for s in after)], 3
+        ),
+        "tasks_delta": after[-1]["tasks"] - after[0]["tasks"],
+        "connections_delta": after[-1]["connections"] - after[0]["connections"],
         "max_pending_at_pause": max(s["pending"] for s in samples),
         "max_in_flight_at_pause": max(s["in_flight"] for s in samples),
     }
@@ -223,11 +234,16 @@ def print_table(samples: list[dict[str, Any]], summary: dict[str, Any]) -> None:
             str(s["in_flight"]),
         )
     common.out.print(table)
+    traced = "tracemalloc off"
+    if summary["traced_growth"] is not None:
+        low, high = summary["traced_mib_range"]
+        traced = f"traced {100 * summary['traced_growth']:+.2f}% (range {low}-{high} MiB)"
+    low, high = summary["rss_mib_range"]
     common.out.print(
-        f"after warm-up ({summary['from_sends']:,} -> {summary['to_sends']:,} sends): "
-        f"RSS {summary['rss_mib'][0]} -> {summary['rss_mib'][1]} MiB "
-        f"({100 * summary['rss_growth']:+.2f}%), traced {summary['traced_mib'][0]} -> "
-        f"{summary['traced_mib'][1]} MiB ({100 * (summary['traced_growth'] or 0):+.2f}%)"
+        f"after warm-up ({summary['from_sends']:,} -> {summary['to_sends']:,} sends; growth ="
+        f" median of the last {summary['quarter_samples']} pauses vs the first"
+        f" {summary['quarter_samples']}): RSS {100 * (summary['rss_growth'] or 0):+.2f}%"
+        f" (range {low}-{high} MiB), {traced}"
     )
 
 
