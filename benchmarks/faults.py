@@ -15,6 +15,8 @@ strategy's healthy closed-loop throughput (256 concurrent ``await send``) is mea
 failures at their failure time), ``latency_steady`` (offered after the first
 ``steady_after_s``), ``retries_per_msg``, ``attempt_share`` / ``stored_share`` per broker,
 and a ``timeline`` per ``bin_s``. ``results.healthy_throughput.<strategy>``: msgs/s.
+"Adaptive beats classic" is checked as a p99 at most 0.95x the worse-placed classic
+strategy's: within 5% is a tie on a noisy machine, not a win.
 """
 
 from __future__ import annotations
@@ -239,7 +241,7 @@ def targets_of(results: dict[str, Any]) -> list[common.Target]:
                 ratios[worst_classic],
                 "<=",
                 BEATS,
-                f"vs {worst_classic} (beating = at least 5% lower; closer is a tie)",
+                f"vs {worst_classic}",
             )
         )
     healthy = results["healthy_throughput"]

@@ -34,9 +34,10 @@ def run_benchmark(name: str, options: str, out: Path, timeout: float = 50) -> di
     return document
 
 
-def help_text(name: str) -> str:
+def run_module(module: str, *argv: str) -> str:
+    """``python -m <module> <argv>`` from the repository root; its stdout."""
     done = subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{name}", "--help"],
+        [sys.executable, "-m", module, *argv],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -44,3 +45,7 @@ def help_text(name: str) -> str:
         check=True,
     )
     return done.stdout
+
+
+def help_text(name: str) -> str:
+    return run_module(f"benchmarks.{name}", "--help")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench_support import help_text, run_benchmark
+from bench_support import help_text, run_benchmark, run_module
 
 
 def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
@@ -17,7 +17,7 @@ def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
         "throughput",
         "--quick --duration 0.3 --warmup 0.1 --concurrency 1,4 --window 32"
         " --batch 4 --batch-concurrency 2",
-        tmp_path,
+        tmp_path / "throughput",
     )
     modes = document["results"]["modes"]
     assert set(modes) == {"await x1", "await x4", "async w32", "batch 4x2"}
@@ -31,6 +31,10 @@ def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
     assert "single-in-flight p50 vs raw round trip" in names
     assert set(document["plots"]) == {"throughput.png", "latency.png"}
     json.dumps(document)  # plain JSON all the way down
+    # python -m benchmarks.report turns it into the README's Markdown
+    report = run_module("benchmarks.report", "--results", str(tmp_path))
+    assert "### throughput" in report and "| await x4 |" in report
+    assert document["command"] in report
 
 
 def test_help() -> None:

@@ -1,0 +1,136 @@
+"""Markdown tables for the README from the benchmarks' ``result.json`` files.
+
+``python -m benchmarks.report`` reads ``benchmarks/results/{throughput,faults,memory}/``
+(whichever exist) and prints each as a Markdown table with the command, commit and date
+that produced it, so every figure in the README can be traced to a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import RESULTS_ROOT
+
+
+def _f(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _origin(doc: dict[str, Any]) -> str:
+    machine = doc["machine"]
+    return (
+        f"`{doc['command']}` - {doc['timestamp'][:16].replace('T', ' ')} UTC, commit "
+        f"`{machine.get('git')}`, {machine['cpus']} x {machine['cpu_model']}, {machine['python']}"
+    )
+
+
+def _targets(doc: dict[str, Any]) -> list[str]:
+    lines = ["", "| target | measured | met |", "|---|---|---|"]
+    for t in doc["targets"]:
+        value = "-" if t["value"] is None else f"{t['value']:.3g}"
+        note = f" ({t['note']})" if t["note"] else ""
+        met = "yes" if t["met"] else "**no**"
+        lines.append(f"| {t['name']} {t['op']} {t['threshold']:g}{note} | {value} | {met} |")
+    return lines
+
+
+def throughput(doc: dict[str, Any]) -> list[str]:
+    lines = [
+        _origin(doc),
+        "",
+        "| mode | SDK msg/s | blaster msg/s | SDK / blaster | SDK p50 / p99 ms "
+        "| blaster p50 / p99 ms | client CPU SDK / blaster | broker CPU SDK / blaster |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for name, r in doc["results"]["modes"].items():
+        lines.append(
+            f"| {name} | {_f(r['sdk_msgs_per_s'], 0)} | {_f(r['blaster_msgs_per_s'], 0)} "
+            f"| {_f(r['ratio'], 3)} | {_f(r['sdk_p50_ms'], 3)} / {_f(r['sdk_p99_ms'], 3)} "
+            f"| {_f(r['blaster_p50_ms'], 3)} / {_f(r['blaster_p99_ms'], 3)} "
+            f"| {_f(r['sdk_client_cpu'], 2)} / {_f(r['blaster_client_cpu'], 2)} "
+            f"| {_f(r['sdk_server_cpu'], 2)} / {_f(r['blaster_server_cpu'], 2)} |"
+        )
+    return lines + _targets(doc)
+
+
+def faults(doc: dict[str, Any]) -> list[str]:
+    results = doc["results"]
+    faulty = results["faulty_broker"]
+    lines = [
+        _origin(doc),
+        "",
+        f"| scenario | strategy | success | p50 ms | p99 ms | p999 ms | p99 after 5 s "
+        f"| retries / msg | attempts on {faulty} |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for name, scenario in results["scenarios"].items():
+        for strategy, r in scenario["strategies"].items():
+            lat = r["latency"]
+            lines.append(
+                f"| {name} | {strategy} | {100 * (r['success_rate'] or 0):.2f}% "
+                f"| {_f(lat['p50_ms'])} | {_f(lat['p99_ms'])} | {_f(lat['p999_ms'])} "
+                f"| {_f(r['latency_steady']['p99_ms'])} | {_f(r['retries_per_msg'], 3)} "
+                f"| {100 * r['attempt_share'][faulty]:.1f}% |"
+            )
+    lines += [
+        "",
+        "| strategy | healthy closed-loop msg/s (median) | client CPU us / msg | rounds |",
+        "|---|--:|--:|---|",
+    ]
+    for strategy, r in results["healthy_throughput"].items():
+        rounds = ", ".join(f"{v:,.0f}" for v in r["rounds"])
+        lines.append(
+            f"| {strategy} | {_f(r['msgs_per_s'], 0)} "
+            f"| {_f(r.get('client_cpu_us_per_msg'))} | {rounds} |"
+        )
+    return lines + _targets(doc)
+
+
+def memory(doc: dict[str, Any]) -> list[str]:
+    g = doc["results"]["growth"]
+    rss_low, rss_high = g.get("rss_mib_range", g["rss_mib"])
+    traced = "off"
+    if g["traced_growth"] is not None:
+        low, high = g.get("traced_mib_range", g["traced_mib"])
+        traced = f"{100 * g['traced_growth']:+.2f}% ({low}-{high} MiB)"
+    lines = [
+        _origin(doc),
+        "",
+        "| sends | RSS growth after warm-up | traced growth | tasks | connections "
+        "| pending at pauses | in_flight at pauses |",
+        "|--:|--:|--:|--:|--:|--:|--:|",
+        f"| {g['to_sends']:,} | {100 * g['rss_growth']:+.2f}% ({rss_low}-{rss_high} MiB) "
+        f"| {traced} | {g['tasks_delta']:+d} "
+        f"| {g['connections_delta']:+d} | {g['max_pending_at_pause']} "
+        f"| {g['max_in_flight_at_pause']} |",
+    ]
+    return lines + _targets(doc)
+
+
+RENDERERS = {"throughput": throughput, "faults": faults, "memory": memory}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__)
+    parser.add_argument("--results", type=Path, default=RESULTS_ROOT, help="results folder")
+    args = parser.parse_args(argv)
+    for folder in sorted(args.results.iterdir()) if args.results.is_dir() else []:
+        path = folder / "result.json"
+        if not path.is_file():
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        render = RENDERERS.get(doc.get("benchmark", ""))
+        if render is None:
+            continue
+        print(f"### {folder.name}\n")
+        print("\n".join(render(doc)))
+        plots = ", ".join(f"`{folder.name}/{p}`" for p in doc["plots"])
+        print(f"\nPlots: {plots}\n" if plots else "")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
