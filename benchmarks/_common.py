@@ -46,11 +46,20 @@ T = TypeVar("T")
 # -- options and running -------------------------------------------------------------------
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except ``None`` ones (their help says what happens instead)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None:
+            return action.help or ""
+        return super()._get_help_string(action) or ""
+
+
 def base_parser(name: str, description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m benchmarks.{name}",
         description=description,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--quick", action="store_true", help="a short run (under a minute)")
     parser.add_argument(
@@ -65,7 +74,9 @@ def base_parser(name: str, description: str) -> argparse.ArgumentParser:
         default="uvloop" if _has_uvloop() else "asyncio",
         help="event loop for the client side (the dev cluster runs on uvloop when installed)",
     )
-    parser.add_argument("--no-plots", dest="plots", action="store_false", help="skip the PNGs")
+    parser.add_argument(
+        "--plots", action=argparse.BooleanOptionalAction, default=True, help="write the PNGs"
+    )
     return parser
 
 

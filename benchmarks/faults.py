@@ -55,15 +55,27 @@ BEATS = 0.95  # "adaptive beats classic": its p99 at least 5% lower, not a tie w
 def build_parser() -> argparse.ArgumentParser:
     parser = common.base_parser(NAME, __doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=common.positive_float, default=300.0, help="msg/s each")
-    parser.add_argument("--window", type=common.positive_float, help="seconds of fault each")
-    parser.add_argument("--warmup", type=common.positive_float, help="healthy seconds before")
-    parser.add_argument("--flap-period", type=common.positive_float, help="flapping half-period")
-    parser.add_argument("--bin", type=common.positive_float, default=1.0, help="timeline bin s")
-    parser.add_argument("--send-timeout", type=common.positive_float, default=3000.0)
     parser.add_argument(
-        "--throughput-seconds", type=common.positive_float, help="healthy closed-loop window"
+        "--window", type=common.positive_float, help="seconds of fault each (25; --quick: 5)"
     )
-    parser.add_argument("--rounds", type=common.positive_int, help="closed-loop repetitions")
+    parser.add_argument(
+        "--warmup", type=common.positive_float, help="healthy seconds before (3; --quick: 1)"
+    )
+    parser.add_argument(
+        "--flap-period", type=common.positive_float, help="flapping half-period s (5; --quick: 2)"
+    )
+    parser.add_argument("--bin", type=common.positive_float, default=1.0, help="timeline bin s")
+    parser.add_argument(
+        "--send-timeout", type=common.positive_float, default=3000.0, help="send budget, ms"
+    )
+    parser.add_argument(
+        "--throughput-seconds",
+        type=common.positive_float,
+        help="closed-loop window s (3; --quick: 1)",
+    )
+    parser.add_argument(
+        "--rounds", type=common.positive_int, help="closed-loop repetitions (5; --quick: 1)"
+    )
     parser.add_argument("--scenario", action="append", help="run only these scenarios (repeatable)")
     return parser
 

@@ -74,17 +74,19 @@ class CountingConnector:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = common.base_parser(NAME, __doc__.split("\n\n")[0])
-    parser.add_argument("--sends", type=common.positive_int, help="messages (default 1,000,000)")
+    parser.add_argument(
+        "--sends", type=common.positive_int, help="messages (1,000,000; --quick: 60,000)"
+    )
     parser.add_argument("--mode", choices=("async", "await"), default="async")
     parser.add_argument("--window", type=common.positive_int, default=1000, help="in flight")
     parser.add_argument("--samples", type=common.positive_int, default=40, help="pause points")
     parser.add_argument("--warmup-share", type=float, default=0.1, help="share of the sends")
     parser.add_argument("--body", type=common.positive_int, default=1024, help="body bytes")
     parser.add_argument(
-        "--no-tracemalloc",
-        dest="tracemalloc",
-        action="store_false",
-        help="RSS only (tracemalloc slows sends about 3x)",
+        "--tracemalloc",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="trace allocations too (--no-tracemalloc: RSS only, about 3x faster)",
     )
     return parser
 

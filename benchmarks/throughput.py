@@ -64,9 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-concurrency", type=common.positive_int, default=16, help="batches in flight"
     )
     parser.add_argument("--body", type=common.positive_int, default=1024, help="body bytes")
-    parser.add_argument("--duration", type=common.positive_float, help="seconds per window")
-    parser.add_argument("--warmup", type=common.positive_float, help="seconds before each")
-    parser.add_argument("--rounds", type=common.positive_int, help="repetitions of all modes")
+    parser.add_argument(
+        "--duration", type=common.positive_float, help="seconds per window (5; --quick: 1.5)"
+    )
+    parser.add_argument(
+        "--warmup", type=common.positive_float, help="seconds before each (1; --quick: 0.3)"
+    )
+    parser.add_argument(
+        "--rounds", type=common.positive_int, help="repetitions of all modes (3; --quick: 1)"
+    )
     parser.add_argument(
         "--routing",
         default="adaptive",
