@@ -120,9 +120,11 @@ def test_batch_round_trip(items: list[BatchItem]) -> None:
 @given(_items.filter(bool), st.integers(0, 200))
 def test_truncated_batches_raise(items: list[BatchItem], cut: int) -> None:
     body = encode_batch(items)
-    last = len(encode_batch(items[-1:]))  # cutting into the last entry, never at a boundary
+    last = len(encode_batch(items[-1:]))
+    # drop 1..last-1 bytes: always inside the last entry, never at the boundary before it
+    # (that would leave a valid shorter batch, or an empty one)
     with pytest.raises(RemoteProtocolError):
-        decode_batch(body[: len(body) - 1 - cut % last])
+        decode_batch(body[: len(body) - 1 - cut % (last - 1)])
 
 
 @deterministic
