@@ -169,7 +169,6 @@ class Producer:
             hooks=self._hooks,
             telemetry=Telemetry(self.group),
             clock=self._clock,
-            rng=self._rng,
             connect_timeout_ms=options.connect_timeout,
             retry_not_store_ok=options.retry_another_broker_when_not_store_ok,
         )
@@ -318,7 +317,7 @@ class Producer:
             retry_not_store_ok=self.options.retry_another_broker_when_not_store_ok,
             rng=self._rng,
         )
-        return SendJob(prepared, message, mode, deadline, attempts, selector), plan
+        return SendJob(prepared, message, selector), plan
 
     async def _tracked(self, job: SendJob, plan: SendPlan) -> SendResult:
         assert self._sender is not None

@@ -12,7 +12,6 @@ send reads it four times rather than once per decision.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ from producer._protocol.requests import PreparedMessage, build_send_request
 from producer._protocol.send_header import parse_send_response
 from producer._result import SendResult
 from producer._routes import RouteTable, TopicRoute
-from producer._send_plan import Dispatch, Finish, Retry, SendMode, SendPlan, outcome_of
+from producer._send_plan import Dispatch, Finish, Retry, SendPlan, outcome_of
 from producer._telemetry import Telemetry
 from producer._transport import ConnectionPool
 from producer.errors import BrokerError, ConnectError, ProducerError, RequestTimeout
@@ -39,13 +38,10 @@ QueueSelector = Callable[[TopicRoute], MessageQueue]
 
 @dataclass(frozen=True, slots=True)
 class SendJob:
-    """One send: the prepared request and how to run it."""
+    """One send's request; its budget, attempts and mode live in its :class:`SendPlan`."""
 
     prepared: PreparedMessage
     message: Message
-    mode: SendMode
-    deadline_ms: float
-    max_attempts: int
     selector: QueueSelector | None = None  # keyed / ordered: the queue is final (F5)
 
 
@@ -68,7 +64,6 @@ class Sender:
         hooks: HookRunner,
         telemetry: Telemetry,
         clock: Clock,
-        rng: random.Random,
         connect_timeout_ms: float,
         retry_not_store_ok: bool,
     ) -> None:
@@ -80,14 +75,13 @@ class Sender:
         self.hooks = hooks
         self.telemetry = telemetry
         self.clock = clock
-        self.rng = rng
         self.connect_timeout_ms = connect_timeout_ms
         self.retry_not_store_ok = retry_not_store_ok
 
     async def run(self, job: SendJob, plan: SendPlan) -> SendResult:
         """The whole send: backpressure, route, attempts; raises the final error."""
         topic = job.prepared.topic
-        span = self.telemetry.start_send(topic, job.mode.value)
+        span = self.telemetry.start_send(topic, plan.mode.value)
         started = self.clock.monotonic_ms()
         try:
             result = await self._run_limited(_Send(job, plan, span), started)
@@ -104,12 +98,12 @@ class Sender:
         job = send.job
         size = len(job.prepared.body)
         if not self.limiter.try_acquire(size):
-            await self.limiter.acquire(size, job.deadline_ms - now)
+            await self.limiter.acquire(size, send.plan.deadline_ms - now)
             now = self.clock.monotonic_ms()
         try:
             route = self.routes.cached(job.prepared.topic)
             if route is None:
-                route = await self.routes.get(job.prepared.topic, job.deadline_ms)
+                route = await self.routes.get(job.prepared.topic, send.plan.deadline_ms)
                 now = self.clock.monotonic_ms()
             finish = await self._attempts(send, route, now)
         finally:
