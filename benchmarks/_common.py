@@ -332,6 +332,43 @@ def write_result(
     return path
 
 
+def finish(
+    args: argparse.Namespace,
+    name: str,
+    argv: Sequence[str],
+    *,
+    results: dict[str, Any],
+    targets: Sequence[Target],
+    plot: str,
+    show: Callable[[], None],
+    started: float,
+    machine: dict[str, Any],
+) -> int:
+    """The end every benchmark shares: plots (``benchmarks._plots.<plot>``, imported only
+    when plotting), ``result.json``, the table (``show``), the targets, where it all went."""
+    plots: list[str] = []
+    if args.plots:
+        from benchmarks import _plots
+
+        plots = getattr(_plots, plot)(results, args.out)
+    path = write_result(
+        args.out,
+        name,
+        config=config_of(args),
+        results=results,
+        targets=targets,
+        plots=plots,
+        started=started,
+        machine=machine,
+        argv=argv,
+    )
+    show()
+    for line in target_lines(targets):
+        out.print(line)
+    out.print(f"result: {path}" + "".join(f"\nplot: {args.out / p}" for p in plots))
+    return 0
+
+
 def config_of(args: argparse.Namespace) -> dict[str, Any]:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
 

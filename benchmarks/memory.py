@@ -262,27 +262,17 @@ def main(argv: list[str] | None = None) -> int:
     summary = growth(samples, args.warmup_share * args.sends)
     results = {"samples": samples, "growth": summary, "server": {"command": cluster.command[1:]}}
     targets = targets_of(summary)
-    plots = []
-    if args.plots:
-        from benchmarks import _plots
-
-        plots = _plots.memory(results, args.out)
-    path = common.write_result(
-        args.out,
+    return common.finish(
+        args,
         NAME,
-        config=common.config_of(args),
+        argv,
         results=results,
         targets=targets,
-        plots=plots,
+        plot="memory",
+        show=lambda: print_table(samples, summary),
         started=started,
         machine=machine,
-        argv=argv,
     )
-    print_table(samples, summary)
-    for line in common.target_lines(targets):
-        common.out.print(line)
-    common.out.print(f"result: {path}" + "".join(f"\nplot: {args.out / p}" for p in plots))
-    return 0
 
 
 if __name__ == "__main__":

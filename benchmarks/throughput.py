@@ -315,27 +315,17 @@ def main(argv: list[str] | None = None) -> int:
             results = common.run(lambda: run_bench(args, cluster.namesrv, cluster.pid), args.loop)
             results["server"] = {"sink": True, "command": cluster.command[1:]}
     targets = targets_of(results, args)
-    plots = []
-    if args.plots:
-        from benchmarks import _plots
-
-        plots = _plots.throughput(results, args.out)
-    path = common.write_result(
-        args.out,
+    return common.finish(
+        args,
         NAME,
-        config=common.config_of(args),
+        argv,
         results=results,
         targets=targets,
-        plots=plots,
+        plot="throughput",
+        show=lambda: print_table(results),
         started=started,
         machine=machine,
-        argv=argv,
     )
-    print_table(results)
-    for line in common.target_lines(targets):
-        common.out.print(line)
-    common.out.print(f"result: {path}" + "".join(f"\nplot: {args.out / p}" for p in plots))
-    return 0
 
 
 if __name__ == "__main__":
