@@ -26,10 +26,10 @@ from itertools import cycle
 from typing import cast
 
 from benchmarks._meter import Counter
-from producer._message import Message, MessageQueue
-from producer._protocol.frame import encode_frame
-from producer._protocol.requests import SendRequestFactory, build_send_request
-from producer._protocol.uniq_key import UniqKeyGenerator
+from producer._remoting.frame import encode_frame
+from producer._remoting.message import Message, MessageQueue
+from producer._remoting.requests import SendRequestFactory, build_send_request
+from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._transport import parse_address
 
 _INT32 = struct.Struct(">i")

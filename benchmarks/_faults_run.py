@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 
 from producer import Message, Producer, SendResult
-from producer._options import Routing
+from producer._send.options import Routing
 from producer.errors import ProducerError
 
 STRATEGIES: tuple[Routing, ...] = ("off", "classic_4_9", "classic_5", "adaptive")

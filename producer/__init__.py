@@ -3,14 +3,13 @@
 The public surface is re-exported here; modules whose names start with ``_`` are private.
 """
 
-from producer._attempts import AttemptOutcome, AttemptRecord
-from producer._future import SendFuture
-from producer._hooks import AttemptContext
-from producer._message import Message, MessageQueue
 from producer._producer import Producer, ProducerState
-from producer._result import SendResult, SendStatus
-from producer._retry_policy import RetryPolicy
-from producer.errors import Fate, ProducerError
+from producer._remoting.message import Message, MessageQueue
+from producer._send.future import SendFuture
+from producer._send.hooks import AttemptContext
+from producer._send.result import SendResult, SendStatus
+from producer._send.retry_policy import RetryPolicy
+from producer.errors import AttemptOutcome, AttemptRecord, Fate, ProducerError
 
 __version__ = "0.1.0"
 

@@ -20,9 +20,9 @@ import anyio
 from latency_fault import ROUTER_NAMES
 from producer._cli_common import fmt_ms, positive_float, positive_int
 from producer._cli_stats import SendOutcome, Tally
-from producer._message import Message
 from producer._producer import Producer
-from producer._result import SendResult
+from producer._remoting.message import Message
+from producer._send.result import SendResult
 from producer.errors import Fate, LocalProtocolError, NoRouteError, ProducerError, TransportError
 
 __all__ = ["add_send_arguments", "run_send"]

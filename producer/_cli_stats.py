@@ -13,9 +13,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from producer._attempts import AttemptOutcome, AttemptRecord
-from producer._result import SendResult
-from producer.errors import Fate, ProducerError
+from producer._send.result import SendResult
+from producer.errors import AttemptOutcome, AttemptRecord, Fate, ProducerError
 
 __all__ = ["BrokerTally", "LiveStats", "SendOutcome", "Tally", "percentile"]
 

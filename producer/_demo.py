@@ -34,10 +34,10 @@ from producer._demo_view import (
     phase_table,
     verdict_lines,
 )
-from producer._future import SendFuture
-from producer._message import Message
 from producer._producer import Producer
-from producer._result import SendResult
+from producer._remoting.message import Message
+from producer._send.future import SendFuture
+from producer._send.result import SendResult
 from producer.errors import ProducerError
 from producer.testing import DevCluster, FaultSpec
 

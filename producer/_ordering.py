@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from producer._message import MessageQueue
+from producer._remoting.message import MessageQueue
 from producer.errors import NoRouteError
 
 _INT32 = 2**32

@@ -16,23 +16,23 @@ import sniffio
 from anyio.abc import TaskGroup
 
 from latency_fault import make_router
-from producer._backpressure import InFlightLimiter
-from producer._clock import Clock, LoopClock
-from producer._future import OnException, OnSuccess, SendFuture
-from producer._hooks import HookRunner
-from producer._host import local_ipv4, shared_uniq_key_generator
-from producer._maintenance import Maintenance
-from producer._message import Message
-from producer._options import DEFAULT_ROUTING, ProducerOptions, Routing
+from producer._client.clock import Clock, LoopClock
+from producer._client.host import local_ipv4, shared_uniq_key_generator
+from producer._client.routes import RouteTable, parse_namesrv
+from producer._client.upkeep import Maintenance
 from producer._ordering import queue_for_key
-from producer._protocol.requests import PreparedMessage, SendRequestFactory
-from producer._protocol.validation import check_send_topic
-from producer._result import SendResult
-from producer._retry_policy import RetryPolicy
-from producer._routes import RouteTable, parse_namesrv
-from producer._send_plan import SendMode, SendPlan
-from producer._sender import QueueSelector, Sender, SendJob
-from producer._telemetry import Telemetry
+from producer._remoting.message import Message
+from producer._remoting.requests import PreparedMessage, SendRequestFactory
+from producer._remoting.validation import check_send_topic
+from producer._send.backpressure import InFlightLimiter
+from producer._send.future import OnException, OnSuccess, SendFuture
+from producer._send.hooks import HookRunner
+from producer._send.options import DEFAULT_ROUTING, ProducerOptions, Routing
+from producer._send.plan import SendMode, SendPlan
+from producer._send.result import SendResult
+from producer._send.retry_policy import RetryPolicy
+from producer._send.sender import QueueSelector, Sender, SendJob
+from producer._send.telemetry import Telemetry
 from producer._transport import ConnectionPool, Connector, default_connector
 from producer.errors import Fate, LocalProtocolError, ProducerClosedError, ProducerError
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sniffio
 
-from producer._protocol.command import OpaqueAllocator
+from producer._remoting.command import OpaqueAllocator
 from producer._transport.anyio_backend import AnyioConnection, AnyioConnector
 from producer._transport.asyncio_backend import AsyncioConnection, AsyncioConnector
 from producer._transport.base import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from producer._protocol.command import OpaqueAllocator
-from producer._transport._inflight import ConnectionStats, InFlight
+from producer._remoting.command import OpaqueAllocator
+from producer._remoting.request_table import ConnectionStats, InFlight
 from producer._transport.base import CloseCallback
 
 _log = logging.getLogger("producer.transport")

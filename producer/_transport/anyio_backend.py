@@ -28,7 +28,7 @@ import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
-from producer._protocol.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.command import OpaqueAllocator, RemotingCommand
 from producer._transport._connection_base import InFlightConnection
 from producer._transport.base import parse_address, process_opaques
 from producer.errors import ConnectError, LocalProtocolError, RemoteProtocolError

@@ -24,7 +24,7 @@ import socket
 from types import TracebackType
 from typing import cast
 
-from producer._protocol.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.command import OpaqueAllocator, RemotingCommand
 from producer._transport._connection_base import InFlightConnection
 from producer._transport.base import (
     DEFAULT_CLOSE_TIMEOUT_MS,

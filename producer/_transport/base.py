@@ -27,8 +27,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
-from producer._protocol.command import OpaqueAllocator, RemotingCommand
-from producer._transport._inflight import ConnectionStats
+from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.request_table import ConnectionStats
 from producer.errors import LocalProtocolError
 
 __all__ = [

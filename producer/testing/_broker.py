@@ -15,18 +15,18 @@ from collections.abc import Callable
 
 import msgspec
 
-from producer._protocol.codes import RequestCode, ResponseCode
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import decode_payload, encode_frame
-from producer._protocol.message_codec import decode_batch, decompress_body
-from producer._protocol.properties import (
+from producer._remoting.codes import RequestCode, ResponseCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import decode_payload, encode_frame
+from producer._remoting.message_codec import decode_batch, decompress_body
+from producer._remoting.properties import (
     CLUSTER,
     DELAY,
     WAIT,
     decode_properties,
     encode_properties,
 )
-from producer._protocol.send_header import (
+from producer._remoting.send_header import (
     DEFAULT_REGION,
     HeaderFieldError,
     SendMessageRequestHeader,

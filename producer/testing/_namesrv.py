@@ -8,10 +8,10 @@ server does (``broker-b`` before ``broker-a``): clients must not rely on it.
 
 from __future__ import annotations
 
-from producer._protocol.codes import PROTOCOL_VERSION, RequestCode, ResponseCode
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import decode_payload, encode_frame
-from producer._protocol.route import (
+from producer._remoting.codes import PROTOCOL_VERSION, RequestCode, ResponseCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import decode_payload, encode_frame
+from producer._remoting.route import (
     MASTER_ID,
     BrokerData,
     QueueData,

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple, Protocol, cast
 
-from producer._protocol.frame import MAX_FRAME_BYTES
+from producer._remoting.frame import MAX_FRAME_BYTES
 from producer.errors import RemoteProtocolError
 from producer.testing._faults import FaultDecision, FaultSpec, decide
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import struct
 
-from producer._protocol.codes import FLAG_ONEWAY, RequestCode, SerializeType
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import encode_frame, encode_header
-from producer._protocol.message_codec import make_offset_msg_id
-from producer._protocol.send_header import DEFAULT_REGION
+from producer._remoting.codes import FLAG_ONEWAY, RequestCode, SerializeType
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import encode_frame, encode_header
+from producer._remoting.message_codec import make_offset_msg_id
+from producer._remoting.send_header import DEFAULT_REGION
 from producer.errors import RemoteProtocolError
 from producer.testing._faults import FaultDecision
 from producer.testing._server import Decider, Reply

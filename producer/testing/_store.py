@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from producer._protocol.message_codec import make_offset_msg_id
+from producer._remoting.message_codec import make_offset_msg_id
 
 __all__ = [
     "AUTO_CREATE_TOPIC",

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from producer._attempts import AttemptOutcome, AttemptRecord
 from producer._cli_stats import LiveStats, SendOutcome, Tally, percentile
-from producer.errors import Fate
+from producer.errors import AttemptOutcome, AttemptRecord, Fate
 
 OK, TIMEOUT, CONNECT = AttemptOutcome.OK, AttemptOutcome.TIMEOUT, AttemptOutcome.CONNECT_ERROR
 

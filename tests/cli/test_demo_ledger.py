@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from producer import Message, MessageQueue, SendResult, SendStatus
 from producer._demo_ledger import MsgIdLedger, Verdict, judge
-from producer._hooks import AttemptContext
+from producer._send.hooks import AttemptContext
 from producer.errors import BrokerError, Fate, NoRouteError, RequestTimeout
 
 

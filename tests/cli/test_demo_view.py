@@ -7,7 +7,6 @@ import io
 
 from rich.console import Console
 
-from producer._attempts import AttemptOutcome, AttemptRecord
 from producer._cli_stats import LiveStats, SendOutcome
 from producer._demo_ledger import Verdict
 from producer._demo_view import (
@@ -20,6 +19,7 @@ from producer._demo_view import (
     plain_line,
     verdict_lines,
 )
+from producer.errors import AttemptOutcome, AttemptRecord
 
 BROKERS = ("broker-a", "broker-b", "broker-c")
 CTX = ViewContext("adaptive", 400, 24, BROKERS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from producer._backpressure import InFlightLimiter
+from producer._send.backpressure import InFlightLimiter
 from producer.errors import BackpressureError, SendTimeout
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""The pure send step (producer._send_plan): each retry rule on a fake clock, no I/O."""
+"""The pure send step (producer._send.plan): each retry rule on a fake clock, no I/O."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import random
 import pytest
 
 from producer import MessageQueue, SendResult, SendStatus
-from producer._attempts import AttemptOutcome
-from producer._retry_policy import RetryPolicy
-from producer._send_plan import Dispatch, Finish, Retry, SendMode, SendPlan
+from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan
+from producer._send.retry_policy import RetryPolicy
 from producer.errors import (
+    AttemptOutcome,
     BrokerError,
     ConnectError,
     ConnectionLostError,

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producer._protocol.codes import LanguageCode, SerializeType
-from producer._protocol.command import OpaqueAllocator, RemotingCommand
-from producer._protocol.frame import (
+from producer._remoting.codes import LanguageCode, SerializeType
+from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.frame import (
     MAX_FRAME_BYTES,
     FrameDecoder,
     decode_frame,

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from producer._protocol.codes import LanguageCode, SerializeType
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import FrameDecoder, decode_frame, encode_frame
-from producer._protocol.message_codec import decode_batch, decompress_body
-from producer._protocol.properties import decode_properties
-from producer._protocol.route import TopicRouteData, encode_route_data, parse_route_data
-from producer._protocol.send_header import SendMessageRequestHeader, parse_send_request_header
+from producer._remoting.codes import LanguageCode, SerializeType
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import FrameDecoder, decode_frame, encode_frame
+from producer._remoting.message_codec import decode_batch, decompress_body
+from producer._remoting.properties import decode_properties
+from producer._remoting.route import TopicRouteData, encode_route_data, parse_route_data
+from producer._remoting.send_header import SendMessageRequestHeader, parse_send_request_header
 
 from .golden import GoldenFrame, all_frames, frame_names, golden_dir
 

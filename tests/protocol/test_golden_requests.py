@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import pytest
 
-from producer._message import Message, MessageQueue
-from producer._protocol.codes import LanguageCode, SerializeType
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import decode_frame, encode_frame
-from producer._protocol.message_codec import decode_batch, decompress_body
-from producer._protocol.properties import KEYS, TAGS, UNIQ_KEY, WAIT, decode_properties
-from producer._protocol.requests import (
+from producer._remoting.codes import LanguageCode, SerializeType
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import decode_frame, encode_frame
+from producer._remoting.message import Message, MessageQueue
+from producer._remoting.message_codec import decode_batch, decompress_body
+from producer._remoting.properties import KEYS, TAGS, UNIQ_KEY, WAIT, decode_properties
+from producer._remoting.requests import (
     SendRequestFactory,
     build_send_request,
     heartbeat_request,

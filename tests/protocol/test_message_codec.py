@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from producer._protocol.message_codec import (
+from producer._remoting.message_codec import (
     COMPRESSED_FLAG,
     COMPRESSION_LZ4_TYPE,
     COMPRESSION_ZLIB_TYPE,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from producer._protocol.properties import (
+from producer._remoting.properties import (
     RESERVED_PROPERTY_NAMES,
     decode_properties,
     encode_properties,

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from producer._message import Message, MessageQueue
-from producer._protocol.codes import FLAG_ONEWAY, RequestCode, SerializeType
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import decode_frame, encode_frame
-from producer._protocol.message_codec import decode_batch, decompress_body
-from producer._protocol.properties import decode_properties
-from producer._protocol.requests import (
+from producer._remoting.codes import FLAG_ONEWAY, RequestCode, SerializeType
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import decode_frame, encode_frame
+from producer._remoting.message import Message, MessageQueue
+from producer._remoting.message_codec import decode_batch, decompress_body
+from producer._remoting.properties import decode_properties
+from producer._remoting.requests import (
     SendRequestFactory,
     build_send_request,
     encode_message_properties,
@@ -24,7 +24,7 @@ from producer._protocol.requests import (
     route_request,
     unregister_client_request,
 )
-from producer._protocol.send_header import SendMessageRequestHeader, parse_send_request_header
+from producer._remoting.send_header import SendMessageRequestHeader, parse_send_request_header
 from producer.errors import (
     LocalProtocolError,
     MessageValidationError,

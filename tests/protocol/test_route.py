@@ -9,10 +9,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from producer._message import MessageQueue
-from producer._protocol.frame import decode_frame
-from producer._protocol.requests import parse_route_response
-from producer._protocol.route import (
+from producer._remoting.frame import decode_frame
+from producer._remoting.message import MessageQueue
+from producer._remoting.requests import parse_route_response
+from producer._remoting.route import (
     BrokerData,
     QueueData,
     TopicRouteData,

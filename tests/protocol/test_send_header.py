@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from producer._protocol.codes import RequestCode
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import decode_frame
-from producer._protocol.send_header import (
+from producer._remoting.codes import RequestCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import decode_frame
+from producer._remoting.send_header import (
     HeaderFieldError,
     SendMessageRequestHeader,
     SendResponseHeader,
@@ -17,7 +17,7 @@ from producer._protocol.send_header import (
     parse_send_response,
     send_status_or_raise,
 )
-from producer._result import SendStatus
+from producer._send.result import SendStatus
 from producer.errors import (
     BrokerError,
     MessageIllegalError,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from producer._message import Message
-from producer._protocol.validation import (
+from producer._remoting.message import Message
+from producer._remoting.validation import (
     SYSTEM_TOPICS,
     check_batch_size,
     check_body,

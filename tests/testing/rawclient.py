@@ -8,9 +8,9 @@ import itertools
 import struct
 from collections.abc import Mapping
 
-from producer._protocol.codes import SerializeType
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import decode_frame, encode_frame
+from producer._remoting.codes import SerializeType
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import decode_frame, encode_frame
 
 _INT32 = struct.Struct(">i")
 _opaques = itertools.count(1)

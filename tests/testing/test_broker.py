@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from producer._message import Message, MessageQueue
-from producer._protocol.codes import RequestCode, ResponseCode, SerializeType
-from producer._protocol.command import RemotingCommand
-from producer._protocol.message_codec import BatchItem, encode_batch, parse_offset_msg_id
-from producer._protocol.requests import (
+from producer._remoting.codes import RequestCode, ResponseCode, SerializeType
+from producer._remoting.command import RemotingCommand
+from producer._remoting.message import Message, MessageQueue
+from producer._remoting.message_codec import BatchItem, encode_batch, parse_offset_msg_id
+from producer._remoting.requests import (
     SendRequestFactory,
     build_send_request,
     heartbeat_request,
@@ -19,8 +19,8 @@ from producer._protocol.requests import (
     parse_max_offset_response,
     unregister_client_request,
 )
-from producer._protocol.send_header import parse_send_response
-from producer._result import SendStatus
+from producer._remoting.send_header import parse_send_response
+from producer._send.result import SendStatus
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request, send_fields
 

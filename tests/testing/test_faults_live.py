@@ -10,10 +10,10 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from producer._protocol.codes import RequestCode, ResponseCode
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import decode_frame
-from producer._protocol.requests import heartbeat_request
+from producer._remoting.codes import RequestCode, ResponseCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import decode_frame
+from producer._remoting.requests import heartbeat_request
 from producer.errors import RemoteProtocolError
 from producer.testing import DevCluster, FaultSpec
 from tests.testing.rawclient import RawClient, make_request, send_fields

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import decode_frame
-from producer._protocol.message_codec import make_offset_msg_id
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import decode_frame
+from producer._remoting.message_codec import make_offset_msg_id
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from producer._protocol.codes import RequestCode, ResponseCode, SerializeType
-from producer._protocol.frame import decode_frame
-from producer._protocol.requests import parse_route_response, route_request
-from producer._protocol.route import parse_route_data
+from producer._remoting.codes import RequestCode, ResponseCode, SerializeType
+from producer._remoting.frame import decode_frame
+from producer._remoting.requests import parse_route_response, route_request
+from producer._remoting.route import parse_route_data
 from producer.testing import DevCluster
 from producer.testing._namesrv import java_hash_order
 from tests.testing.rawclient import RawClient, make_request

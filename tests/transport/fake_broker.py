@@ -27,9 +27,9 @@ import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
-from producer._protocol.codes import FLAG_RESPONSE
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import FrameDecoder, encode_frame
+from producer._remoting.codes import FLAG_RESPONSE
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import FrameDecoder, encode_frame
 from producer.errors import RemoteProtocolError
 
 GARBAGE = b"\x00\x00\x00\x02no"  # a frame length of 2 is below the minimum of 4

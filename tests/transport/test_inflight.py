@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producer._protocol.codes import FLAG_RESPONSE, RequestCode
-from producer._protocol.command import OpaqueAllocator, RemotingCommand
-from producer._protocol.frame import FrameDecoder, encode_frame
-from producer._transport._inflight import EntryState, InFlight
+from producer._remoting.codes import FLAG_RESPONSE, RequestCode
+from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.frame import FrameDecoder, encode_frame
+from producer._remoting.request_table import EntryState, InFlight
 from producer.errors import (
     ConnectionLostError,
     Fate,

@@ -8,8 +8,8 @@ import anyio
 import pytest
 import sniffio
 
-from producer._protocol.codes import RequestCode
-from producer._protocol.command import RemotingCommand
+from producer._remoting.codes import RequestCode
+from producer._remoting.command import RemotingCommand
 from producer._transport import (
     AnyioConnector,
     AsyncioConnector,

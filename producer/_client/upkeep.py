@@ -13,17 +13,17 @@ import anyio
 from anyio.abc import TaskGroup
 
 from latency_fault import Router
-from producer._clock import Clock
-from producer._protocol.codes import ResponseCode
-from producer._protocol.command import RemotingCommand
-from producer._protocol.requests import (
+from producer._client.clock import Clock
+from producer._client.routes import RouteTable
+from producer._remoting.codes import ResponseCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.requests import (
     CLIENT_INNER_PRODUCER_GROUP,
     heartbeat_request,
     max_offset_request,
     parse_max_offset_response,
     unregister_client_request,
 )
-from producer._routes import RouteTable
 from producer._transport import ConnectionPool
 from producer.errors import BrokerError, ProducerError
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from producer._message import MessageQueue
+from producer._remoting.message import MessageQueue
 from producer.errors import RemoteProtocolError
 
 PERM_PRIORITY = 0x1 << 3

@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from producer._protocol.codes import LanguageCode, SerializeType
-from producer._protocol.command import RemotingCommand
+from producer._remoting.codes import LanguageCode, SerializeType
+from producer._remoting.command import RemotingCommand
 from producer.errors import LocalProtocolError, RemoteProtocolError
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024

@@ -9,9 +9,8 @@ from __future__ import annotations
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from producer._attempts import AttemptRecord
-from producer._result import SendResult
-from producer.errors import ProducerError
+from producer._send.result import SendResult
+from producer.errors import AttemptRecord, ProducerError
 
 _SCOPE = "rocketmq-aio-producer"
 

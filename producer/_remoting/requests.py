@@ -20,18 +20,18 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from producer._message import Message, MessageQueue
-from producer._protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
-from producer._protocol.command import RemotingCommand
-from producer._protocol.frame import json_dumps
-from producer._protocol.message_codec import (
+from producer._remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import json_dumps
+from producer._remoting.message import Message, MessageQueue
+from producer._remoting.message_codec import (
     DEFAULT_COMPRESS_LEVEL,
     DEFAULT_COMPRESS_THRESHOLD,
     BatchItem,
     compress_body,
     encode_batch,
 )
-from producer._protocol.properties import (
+from producer._remoting.properties import (
     DELAY,
     KEYS,
     NAME_VALUE_SEPARATOR,
@@ -41,14 +41,14 @@ from producer._protocol.properties import (
     WAIT,
     join_keys,
 )
-from producer._protocol.route import TopicRouteData, parse_route_data
-from producer._protocol.send_header import (
+from producer._remoting.route import TopicRouteData, parse_route_data
+from producer._remoting.send_header import (
     DEFAULT_TOPIC,
     DEFAULT_TOPIC_QUEUE_NUMS,
     int_str,
     parse_int,
 )
-from producer._protocol.validation import (
+from producer._remoting.validation import (
     DEFAULT_MAX_MESSAGE_SIZE,
     check_batch_size,
     check_group,

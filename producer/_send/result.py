@@ -5,8 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from producer._attempts import AttemptRecord
-from producer._message import MessageQueue
+from producer._remoting.message import MessageQueue
+from producer.errors import AttemptRecord
 
 
 class SendStatus(enum.Enum):

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from producer._result import SendResult
+from producer._send.result import SendResult
 from producer.errors import LocalProtocolError, ProducerError
 
 log = logging.getLogger("producer")

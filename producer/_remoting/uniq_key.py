@@ -10,7 +10,7 @@ repeat; a clock stepping back can repeat them too. This generator keeps the pair
 (time part, counter) strictly increasing instead: the counter runs on like Java's, the
 time part never goes backwards, and when the counter wraps the time part is advanced by
 one, borrowing from the future. Ids are therefore unique within one generator at any rate
-and across clock steps; share one generator per process (see ``producer._host``).
+and across clock steps; share one generator per process (see ``producer._client.host``).
 
 The month start is taken in UTC (Java uses the JVM's time zone; only tools that turn an id
 back into an approximate time care). Time is a parameter: nothing here reads a clock.

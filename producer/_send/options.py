@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from latency_fault import ROUTER_NAMES
-from producer._protocol.validation import DEFAULT_MAX_MESSAGE_SIZE
-from producer._retry_policy import RetryPolicy
+from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE
+from producer._send.retry_policy import RetryPolicy
 from producer.errors import LocalProtocolError
 
 Routing = Literal["off", "classic_4_9", "classic_5", "adaptive"]

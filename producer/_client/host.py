@@ -1,6 +1,6 @@
 """Facts about this host and process that the sans-I/O core takes as parameters.
 
-Kept out of ``producer._protocol`` because finding an address touches sockets and the
+Kept out of ``producer._remoting`` because finding an address touches sockets and the
 instance hash needs real randomness.
 """
 
@@ -11,7 +11,7 @@ import os
 import socket
 import threading
 
-from producer._protocol.uniq_key import UniqKeyGenerator
+from producer._remoting.uniq_key import UniqKeyGenerator
 
 # TEST-NET-1: "connecting" a UDP socket there only picks a route; no packet is sent.
 _PROBE_ADDRESS = ("192.0.2.1", 9)

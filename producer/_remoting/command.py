@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from producer._protocol.codes import (
+from producer._remoting.codes import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
     PROTOCOL_VERSION,

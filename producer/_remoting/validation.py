@@ -27,9 +27,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from producer._message import Message
-from producer._protocol.message_codec import MAX_PROPERTIES_BYTES
-from producer._protocol.properties import (
+from producer._remoting.message import Message
+from producer._remoting.message_codec import MAX_PROPERTIES_BYTES
+from producer._remoting.properties import (
     KEY_SEPARATOR,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,

@@ -1,4 +1,4 @@
-"""Carries out send plans: the I/O shell around :mod:`producer._send_plan`.
+"""Carries out send plans: the I/O shell around :mod:`producer._send.plan`.
 
 For each attempt it selects a queue (or takes the selector's), gets a connection, sends
 the request rebuilt for that queue, feeds the outcome to the fault-aware router (S8),
@@ -19,19 +19,18 @@ import anyio
 from opentelemetry.trace import Span
 
 from latency_fault import Router
-from producer._attempts import AttemptRecord
-from producer._backpressure import InFlightLimiter
-from producer._clock import Clock
-from producer._hooks import AttemptContext, HookRunner
-from producer._message import Message, MessageQueue
-from producer._protocol.requests import PreparedMessage, build_send_request
-from producer._protocol.send_header import parse_send_response
-from producer._result import SendResult
-from producer._routes import RouteTable, TopicRoute
-from producer._send_plan import Dispatch, Finish, Retry, SendPlan, outcome_of
-from producer._telemetry import Telemetry
+from producer._client.clock import Clock
+from producer._client.routes import RouteTable, TopicRoute
+from producer._remoting.message import Message, MessageQueue
+from producer._remoting.requests import PreparedMessage, build_send_request
+from producer._remoting.send_header import parse_send_response
+from producer._send.backpressure import InFlightLimiter
+from producer._send.hooks import AttemptContext, HookRunner
+from producer._send.plan import Dispatch, Finish, Retry, SendPlan, outcome_of
+from producer._send.result import SendResult
+from producer._send.telemetry import Telemetry
 from producer._transport import ConnectionPool
-from producer.errors import BrokerError, ConnectError, ProducerError, RequestTimeout
+from producer.errors import AttemptRecord, BrokerError, ConnectError, ProducerError, RequestTimeout
 
 QueueSelector = Callable[[TopicRoute], MessageQueue]
 

@@ -20,9 +20,9 @@ import heapq
 import math
 from typing import Protocol
 
-from producer._protocol.codes import FLAG_ONEWAY
-from producer._protocol.command import OpaqueAllocator, RemotingCommand
-from producer._protocol.frame import FrameDecoder, encode_frame
+from producer._remoting.codes import FLAG_ONEWAY
+from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.frame import FrameDecoder, encode_frame
 from producer.errors import ConnectionLostError, Fate, RequestTimeout
 
 # Rebuild the heap once it holds this many more items than there are live entries.

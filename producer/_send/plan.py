@@ -15,11 +15,12 @@ import enum
 import random
 from dataclasses import dataclass
 
-from producer._attempts import AttemptOutcome, AttemptRecord
-from producer._message import MessageQueue
-from producer._result import SendResult
-from producer._retry_policy import RetryPolicy
+from producer._remoting.message import MessageQueue
+from producer._send.result import SendResult
+from producer._send.retry_policy import RetryPolicy
 from producer.errors import (
+    AttemptOutcome,
+    AttemptRecord,
     BrokerError,
     ConnectError,
     ConnectionLostError,

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import anyio
 
 from latency_fault import PublishSnapshot
-from producer._clock import Clock
-from producer._message import MessageQueue
-from producer._protocol.requests import parse_route_response, route_request
-from producer._protocol.route import TopicRouteData, build_publish_queues, master_addresses
+from producer._client.clock import Clock
+from producer._remoting.message import MessageQueue
+from producer._remoting.requests import parse_route_response, route_request
+from producer._remoting.route import TopicRouteData, build_publish_queues, master_addresses
 from producer._transport import ConnectionPool
 from producer.errors import (
     LocalProtocolError,
