@@ -4,10 +4,11 @@ The public surface is re-exported here; modules whose names start with ``_`` are
 """
 
 from producer._producer import Producer, ProducerState
+from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._send.future import SendFuture
 from producer._send.hooks import AttemptContext
-from producer._send.result import SendResult, SendStatus
+from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
 from producer.errors import AttemptOutcome, AttemptRecord, Fate, ProducerError
 

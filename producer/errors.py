@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from producer._remoting.codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
+
 __all__ = [
     "AttemptOutcome",
     "AttemptRecord",
@@ -26,6 +28,7 @@ __all__ = [
     "ConnectError",
     "ConnectionLostError",
     "Fate",
+    "FlowControlError",
     "GoAwayError",
     "InvalidParameterError",
     "LocalProtocolError",
@@ -35,7 +38,6 @@ __all__ = [
     "NoPermissionError",
     "NoRouteError",
     "NotInCurrentUnitError",
-    "PollingFullError",
     "ProducerClosedError",
     "ProducerError",
     "RemoteProtocolError",
@@ -226,19 +228,20 @@ class NoRouteError(ProducerError):
 class BrokerError(ProducerError):
     """The broker (or name server) answered with an error response code.
 
-    ``BrokerError.for_code(code, remark)`` picks the subclass for the code. ``retriable``
-    says whether RocketMQ 5.3's client retries the code on another broker; the retry
-    policy in use has the final word.
+    ``BrokerError.for_code(code, remark)`` picks the subclass for the code. Each class's
+    ``code_name`` and ``retriable`` come from the one code table
+    (:class:`producer._remoting.codes.ResponseCode`): ``retriable`` says whether the
+    default :class:`~producer.RetryPolicy` retries the code (throttling codes after a
+    back-off); the policy in use has the final word.
     """
 
-    code_value: ClassVar[int | None] = None
-    code_name: ClassVar[str] = "BROKER_ERROR"
+    code_value: ClassVar[ResponseCode | None] = None
+    code_name: ClassVar[str] = "UNKNOWN"
     retriable: ClassVar[bool] = False
     _by_code: ClassVar[dict[int, type[BrokerError]]] = {}
 
     def __init__(self, code: int, remark: str | None = None, **kwargs: object) -> None:
-        name = _CODE_NAMES.get(code, "UNKNOWN")
-        text = f"broker error {code} {name}"
+        text = f"broker error {code} {response_code_name(code)}"
         if remark:
             text += f": {remark}"
         super().__init__(text, code=code, **kwargs)  # type: ignore[arg-type]
@@ -246,133 +249,85 @@ class BrokerError(ProducerError):
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.code_value is not None:
-            BrokerError._by_code[cls.code_value] = cls
+        code = cls.code_value
+        if code is not None:
+            cls.code_name = code.name
+            cls.retriable = code.value in RETRIED_BY_DEFAULT
+            BrokerError._by_code[code.value] = cls
 
     @classmethod
     def for_code(cls, code: int, remark: str | None = None) -> BrokerError:
-        """The typed error for a response code (``BrokerError`` itself for unknown codes)."""
+        """The typed error for a response code (``BrokerError`` itself for other codes)."""
         return cls._by_code.get(code, BrokerError)(code, remark)
-
-
-_CODE_NAMES: dict[int, str] = {
-    1: "SYSTEM_ERROR",
-    2: "SYSTEM_BUSY",
-    3: "REQUEST_CODE_NOT_SUPPORTED",
-    4: "TRANSACTION_FAILED",
-    10: "FLUSH_DISK_TIMEOUT",
-    11: "SLAVE_NOT_AVAILABLE",
-    12: "FLUSH_SLAVE_TIMEOUT",
-    13: "MESSAGE_ILLEGAL",
-    14: "SERVICE_NOT_AVAILABLE",
-    15: "VERSION_NOT_SUPPORTED",
-    16: "NO_PERMISSION",
-    17: "TOPIC_NOT_EXIST",
-    25: "SUBSCRIPTION_NOT_LATEST",
-    29: "INVALID_PARAMETER",
-    204: "NO_BUYER_ID",
-    205: "NOT_IN_CURRENT_UNIT",
-    215: "POLLING_FULL",
-    1500: "GO_AWAY",
-}
 
 
 class BrokerSystemError(BrokerError):
     """1 SYSTEM_ERROR: the broker failed internally."""
 
-    code_value = 1
-    code_name = "SYSTEM_ERROR"
-    retriable = True
+    code_value = ResponseCode.SYSTEM_ERROR
 
 
 class SystemBusyError(BrokerError):
-    """2 SYSTEM_BUSY: the broker is throttling; retried with back-off."""
+    """2 SYSTEM_BUSY: the broker is throttling."""
 
-    code_value = 2
-    code_name = "SYSTEM_BUSY"
-    retriable = True
+    code_value = ResponseCode.SYSTEM_BUSY
 
 
 class RequestCodeNotSupportedError(BrokerError):
     """3 REQUEST_CODE_NOT_SUPPORTED: the peer does not know the request."""
 
-    code_value = 3
-    code_name = "REQUEST_CODE_NOT_SUPPORTED"
-    retriable = False
+    code_value = ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
 
 class MessageIllegalError(BrokerError):
     """13 MESSAGE_ILLEGAL: the broker rejected the message's size or properties."""
 
-    code_value = 13
-    code_name = "MESSAGE_ILLEGAL"
-    retriable = False
+    code_value = ResponseCode.MESSAGE_ILLEGAL
 
 
 class ServiceNotAvailableError(BrokerError):
     """14 SERVICE_NOT_AVAILABLE: the broker cannot take writes now."""
 
-    code_value = 14
-    code_name = "SERVICE_NOT_AVAILABLE"
-    retriable = True
+    code_value = ResponseCode.SERVICE_NOT_AVAILABLE
 
 
 class NoPermissionError(BrokerError):
     """16 NO_PERMISSION: the broker refuses writes to this topic."""
 
-    code_value = 16
-    code_name = "NO_PERMISSION"
-    retriable = True
+    code_value = ResponseCode.NO_PERMISSION
 
 
 class TopicNotExistError(BrokerError):
     """17 TOPIC_NOT_EXIST: the broker (or name server) does not know the topic."""
 
-    code_value = 17
-    code_name = "TOPIC_NOT_EXIST"
-    retriable = True
+    code_value = ResponseCode.TOPIC_NOT_EXIST
 
 
 class InvalidParameterError(BrokerError):
     """29 INVALID_PARAMETER: a request header field was rejected."""
 
-    code_value = 29
-    code_name = "INVALID_PARAMETER"
-    retriable = False
+    code_value = ResponseCode.INVALID_PARAMETER
 
 
 class NoBuyerIdError(BrokerError):
     """204 NO_BUYER_ID."""
 
-    code_value = 204
-    code_name = "NO_BUYER_ID"
-    retriable = True
+    code_value = ResponseCode.NO_BUYER_ID
 
 
 class NotInCurrentUnitError(BrokerError):
     """205 NOT_IN_CURRENT_UNIT."""
 
-    code_value = 205
-    code_name = "NOT_IN_CURRENT_UNIT"
-    retriable = True
+    code_value = ResponseCode.NOT_IN_CURRENT_UNIT
 
 
-class PollingFullError(BrokerError):
-    """215 POLLING_FULL: the broker is throttling; backed off, not retried."""
+class FlowControlError(BrokerError):
+    """215 FLOW_CONTROL: the broker is throttling."""
 
-    code_value = 215
-    code_name = "POLLING_FULL"
-    retriable = False
+    code_value = ResponseCode.FLOW_CONTROL
 
 
 class GoAwayError(BrokerError):
     """1500 GO_AWAY: the broker is shutting down; try another."""
 
-    code_value = 1500
-    code_name = "GO_AWAY"
-    retriable = True
-
-
-def response_code_name(code: int) -> str:
-    """RocketMQ's name for a response code, or ``"UNKNOWN"``."""
-    return "SUCCESS" if code == 0 else _CODE_NAMES.get(code, "UNKNOWN")
+    code_value = ResponseCode.GO_AWAY

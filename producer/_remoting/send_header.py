@@ -16,9 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from producer._remoting.codes import RequestCode
+from producer._remoting.codes import RequestCode, SendStatus, send_status_for_code
 from producer._remoting.command import RemotingCommand
-from producer._send.result import SendStatus, send_status_for_code
 from producer.errors import BrokerError, RemoteProtocolError
 
 DEFAULT_TOPIC = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# DefaultMQProducer.retryResponseCodes in 4.9: SYSTEM_ERROR, SERVICE_NOT_AVAILABLE,
-# NO_PERMISSION, TOPIC_NOT_EXIST, NO_BUYER_ID, NOT_IN_CURRENT_UNIT.
-JAVA_4_9_RETRIABLE_CODES = frozenset({1, 14, 16, 17, 204, 205})
-# 5.3 adds SYSTEM_BUSY and GO_AWAY.
-JAVA_5_3_RETRIABLE_CODES = JAVA_4_9_RETRIABLE_CODES | {2, 1500}
-# SYSTEM_BUSY and POLLING_FULL mean "slow down": retrying at once only adds load.
-THROTTLING_CODES = frozenset({2, 215})
+from producer._remoting.codes import RETRIED_BY_JAVA_4_9, RETRIED_BY_JAVA_5_3, THROTTLING_CODES
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +25,7 @@ class RetryPolicy:
       transport failures; ``True`` makes ``send_async`` retry like ``send``.
     """
 
-    retriable_codes: frozenset[int] = field(default=JAVA_5_3_RETRIABLE_CODES)
+    retriable_codes: frozenset[int] = field(default=RETRIED_BY_JAVA_5_3)
     backoff_codes: frozenset[int] = field(default=THROTTLING_CODES)
     attempt_timeout_share: bool = True
     min_attempt_timeout_ms: float = 100.0
@@ -50,7 +44,7 @@ class RetryPolicy:
     def java_4_9(cls) -> RetryPolicy:
         """The 4.9 Java client, rule for rule (no back-off, no attempt cap)."""
         return cls(
-            retriable_codes=JAVA_4_9_RETRIABLE_CODES,
+            retriable_codes=RETRIED_BY_JAVA_4_9,
             backoff_codes=frozenset(),
             attempt_timeout_share=False,
             async_retries_broker_codes=False,
@@ -61,7 +55,7 @@ class RetryPolicy:
     def java_5_3(cls) -> RetryPolicy:
         """The 5.3 Java client: 4.9 plus SYSTEM_BUSY and GO_AWAY retried."""
         return cls(
-            retriable_codes=JAVA_5_3_RETRIABLE_CODES,
+            retriable_codes=RETRIED_BY_JAVA_5_3,
             backoff_codes=frozenset(),
             attempt_timeout_share=False,
             async_retries_broker_codes=False,

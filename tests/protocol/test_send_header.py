@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from producer._remoting.codes import RequestCode
+from producer._remoting.codes import RequestCode, SendStatus
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import decode_frame
 from producer._remoting.send_header import (
@@ -17,7 +17,6 @@ from producer._remoting.send_header import (
     parse_send_response,
     send_status_or_raise,
 )
-from producer._send.result import SendStatus
 from producer.errors import (
     BrokerError,
     MessageIllegalError,

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode, SerializeType
+from producer._remoting.codes import RequestCode, ResponseCode, SendStatus, SerializeType
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.message_codec import BatchItem, encode_batch, parse_offset_msg_id
@@ -20,7 +20,6 @@ from producer._remoting.requests import (
     unregister_client_request,
 )
 from producer._remoting.send_header import parse_send_response
-from producer._send.result import SendStatus
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request, send_fields
 

@@ -13,12 +13,11 @@ import sys
 import anyio
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode, SerializeType
+from producer._remoting.codes import RequestCode, ResponseCode, SendStatus, SerializeType
 from producer._remoting.frame import decode_frame, encode_frame
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import SendRequestFactory, build_send_request, max_offset_request
 from producer._remoting.send_header import parse_send_response
-from producer._send.result import SendStatus
 from producer.testing import DevCluster, FaultSpec, add_cluster_arguments, run_cluster_cli
 from producer.testing._cli import run_cluster
 from tests.testing.rawclient import RawClient, make_request, send_fields
