@@ -173,7 +173,7 @@ async def run_scenario(
         producers = {
             s: await stack.enter_async_context(
                 Producer(
-                    f"bench-faults-{s}", namesrv=namesrv, routing=s, send_timeout=send_timeout_ms
+                    f"bench-faults-{s}", namesrv=namesrv, routing=s, send_timeout_ms=send_timeout_ms
                 )
             )
             for s in STRATEGIES

@@ -7,7 +7,7 @@ documented HTTP control API. Scenarios (the fault hits ``broker-b``): healthy, b
 (300 ms, under classic's 550 ms threshold), 30% errors (code 14), blackhole, flapping
 (down / up every 5 s). In each, the four strategies ("off", "classic_4_9", "classic_5",
 "adaptive") run side by side at a fixed offered rate of ``send_async`` with
-``send_timeout=3000`` (see :mod:`benchmarks._faults_run`). Before the scenarios, each
+``send_timeout_ms=3000`` (see :mod:`benchmarks._faults_run`). Before the scenarios, each
 strategy's healthy closed-loop throughput (256 concurrent ``await send``) is measured.
 
 ``results.scenarios.<scenario>.strategies.<strategy>``: ``sent``, ``ok``,

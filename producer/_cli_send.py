@@ -179,7 +179,7 @@ async def run_send(
     out, err, stop = out or sys.stdout, err or sys.stderr, stop or anyio.Event()
     try:
         producer = Producer(
-            args.group, args.namesrv, routing=args.routing, send_timeout=args.send_timeout
+            args.group, args.namesrv, routing=args.routing, send_timeout_ms=args.send_timeout
         )
     except ProducerError as exc:
         print(f"error: {exc}", file=err, flush=True)

@@ -12,31 +12,43 @@ from types import TracebackType
 from typing import Any, Literal
 
 import anyio
-import sniffio
 from anyio.abc import TaskGroup
 
 from latency_fault import make_router
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
+from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, parse_namesrv
 from producer._client.upkeep import Maintenance
-from producer._ordering import queue_for_key
 from producer._remoting.message import Message
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
-from producer._remoting.validation import check_send_topic
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
-from producer._send.options import DEFAULT_ROUTING, ProducerOptions, Routing
-from producer._send.plan import SendMode, SendPlan
+from producer._send.options import DEFAULT_OPTIONS as _D
+from producer._send.options import ProducerOptions, Routing
+from producer._send.plan import SendMode, SendPlan, max_attempts
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
-from producer._send.sender import QueueSelector, Sender, SendJob
+from producer._send.sender import Sender, SendJob
 from producer._send.telemetry import Telemetry
-from producer._transport import ConnectionPool, Connector, default_connector
+from producer._transport import ConnectionPool, Connector, current_runtime
 from producer.errors import Fate, LocalProtocolError, ProducerClosedError, ProducerError
 
 log = logging.getLogger("producer")
+
+
+class _UnstartedClock:
+    """Stands in until start() picks the loop's clock (a producer reads no time before)."""
+
+    def monotonic_ms(self) -> float:
+        raise LocalProtocolError("the producer is not started")
+
+    def wall_ms(self) -> int:
+        raise LocalProtocolError("the producer is not started")
+
+
+_UNSTARTED_CLOCK = _UnstartedClock()
 
 
 class ProducerState(enum.Enum):
@@ -62,42 +74,44 @@ class Producer:
         group: str,
         namesrv: str | Sequence[str],
         *,
-        send_timeout: float = 3000.0,
-        retry_times_when_send_failed: int = 2,
-        retry_times_when_send_async_failed: int = 2,
-        retry_another_broker_when_not_store_ok: bool = False,
-        max_message_size: int = 4 * 1024 * 1024,
-        compress_over: int = 4096,
-        retry_policy: RetryPolicy | None = None,
-        routing: Routing = DEFAULT_ROUTING,
-        route_refresh_interval: float = 30_000.0,
-        heartbeat_interval: float = 30_000.0,
-        connect_timeout: float = 3000.0,
-        max_in_flight: int = 10_000,
-        max_in_flight_bytes: int = 256 * 1024 * 1024,
-        backpressure: Literal["wait", "fail"] = "wait",
-        close_timeout: float = 5000.0,
+        send_timeout_ms: float = _D.send_timeout_ms,
+        retry_times_when_send_failed: int = _D.retry_times_when_send_failed,
+        retry_times_when_send_async_failed: int = _D.retry_times_when_send_async_failed,
+        retry_another_broker_when_not_store_ok: bool = _D.retry_another_broker_when_not_store_ok,
+        max_message_size: int = _D.max_message_size,
+        compress_over: int = _D.compress_over,
+        retry_policy: RetryPolicy = _D.retry_policy,
+        routing: Routing = _D.routing,
+        route_refresh_interval_ms: float = _D.route_refresh_interval_ms,
+        heartbeat_interval_ms: float = _D.heartbeat_interval_ms,
+        probe_interval_ms: float = _D.probe_interval_ms,
+        connect_timeout_ms: float = _D.connect_timeout_ms,
+        max_in_flight: int = _D.max_in_flight,
+        max_in_flight_bytes: int = _D.max_in_flight_bytes,
+        backpressure: Literal["wait", "fail"] = _D.backpressure,
+        close_timeout_ms: float = _D.close_timeout_ms,
         hooks: Sequence[object] = (),
         clock: Clock | None = None,
         rng: random.Random | None = None,
         connector: Connector | None = None,
     ) -> None:
         self.options = ProducerOptions(
-            send_timeout=send_timeout,
+            send_timeout_ms=send_timeout_ms,
             retry_times_when_send_failed=retry_times_when_send_failed,
             retry_times_when_send_async_failed=retry_times_when_send_async_failed,
             retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
             max_message_size=max_message_size,
             compress_over=compress_over,
-            retry_policy=retry_policy or RetryPolicy.default(),
+            retry_policy=retry_policy,
             routing=routing,
-            route_refresh_interval=route_refresh_interval,
-            heartbeat_interval=heartbeat_interval,
-            connect_timeout=connect_timeout,
+            route_refresh_interval_ms=route_refresh_interval_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            probe_interval_ms=probe_interval_ms,
+            connect_timeout_ms=connect_timeout_ms,
             max_in_flight=max_in_flight,
             max_in_flight_bytes=max_in_flight_bytes,
             backpressure=backpressure,
-            close_timeout=close_timeout,
+            close_timeout_ms=close_timeout_ms,
         )
         self.group = group
         self.namesrv_addrs = parse_namesrv(namesrv)
@@ -105,15 +119,17 @@ class Producer:
             group, compress_threshold=compress_over, max_message_size=max_message_size
         )
         self._rng = rng or random.Random()
-        self._clock = clock or LoopClock()
+        self._given_clock = clock
+        self._clock: Clock = clock or _UNSTARTED_CLOCK
         self._connector = connector
         self._hooks = HookRunner(hooks)
         self._uniq_keys = shared_uniq_key_generator()
         self.client_id = f"{local_ipv4()}@{os.getpid()}#{self._rng.getrandbits(32):08x}"
         self.router = make_router(self.options.routing, self._rng)
+        self._limiter = InFlightLimiter(
+            max_in_flight, max_in_flight_bytes, fail_fast=backpressure == "fail"
+        )
         self.state = ProducerState.NEW
-        self._in_flight = 0
-        self._drained: anyio.Event | None = None
         self._tg: TaskGroup | None = None
         self._async_sends: _AsyncSends | None = None
         self._pool: ConnectionPool | None = None
@@ -139,55 +155,45 @@ class Producer:
         that also calls :meth:`aclose`; ``async with`` does both)."""
         if self.state is not ProducerState.NEW:
             raise LocalProtocolError(f"start() on a {self.state.value} producer")
+        runtime = current_runtime()
+        self._clock = self._given_clock or LoopClock(runtime.loop_time)
+        options = self.options
         pool = ConnectionPool(
-            self._connector or default_connector(), connect_timeout_ms=self.options.connect_timeout
+            self._connector or runtime.connector(), connect_timeout_ms=options.connect_timeout_ms
         )
         await pool.__aenter__()
         self._pool = pool
-        routes = RouteTable(self.namesrv_addrs, pool, self._clock, self._rng)
-        self._sender = self._build_sender(routes, pool)
-        self._maintenance = self._build_maintenance(routes, pool)
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._async_sends = _AsyncSends(self._tg)
-        self._maintenance.start(self._tg)
-        self.state = ProducerState.RUNNING
-
-    def _build_sender(self, routes: RouteTable, pool: ConnectionPool) -> Sender:
-        options = self.options
-        limiter = InFlightLimiter(
-            options.max_in_flight,
-            options.max_in_flight_bytes,
-            fail_fast=options.backpressure == "fail",
-        )
-        return Sender(
+        client = RemotingClient(pool, self._clock, connect_timeout_ms=options.connect_timeout_ms)
+        routes = RouteTable(self.namesrv_addrs, client, self._clock, self._rng)
+        self._sender = Sender(
             group=self.group,
             routes=routes,
-            pool=pool,
+            client=client,
             router=self.router,
-            limiter=limiter,
+            limiter=self._limiter,
             hooks=self._hooks,
             telemetry=Telemetry(self.group),
             clock=self._clock,
-            connect_timeout_ms=options.connect_timeout,
-            retry_not_store_ok=options.retry_another_broker_when_not_store_ok,
         )
-
-    def _build_maintenance(self, routes: RouteTable, pool: ConnectionPool) -> Maintenance:
-        return Maintenance(
+        self._maintenance = Maintenance(
             group=self.group,
             client_id=self.client_id,
             routes=routes,
-            pool=pool,
+            client=client,
             router=self.router,
             clock=self._clock,
-            refresh_interval_ms=self.options.route_refresh_interval,
-            heartbeat_interval_ms=self.options.heartbeat_interval,
-            probe_interval_ms=self.options.probe_interval,
+            refresh_interval_ms=options.route_refresh_interval_ms,
+            heartbeat_interval_ms=options.heartbeat_interval_ms,
+            probe_interval_ms=options.probe_interval_ms,
         )
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._async_sends = _AsyncSends(self._tg, native=runtime.is_asyncio)
+        self._maintenance.start(self._tg)
+        self.state = ProducerState.RUNNING
 
     async def aclose(self) -> None:
-        """Stop taking sends, let in-flight ones finish within ``close_timeout``, cancel the
+        """Stop taking sends, let in-flight ones finish within ``close_timeout_ms``, cancel the
         rest (their futures fail with ProducerClosedError), unregister, close connections."""
         if self.state in (ProducerState.CLOSING, ProducerState.CLOSED):
             return
@@ -201,7 +207,7 @@ class Producer:
         await self._async_sends.cancel_all()  # before the scope below cancels this task too
         self._tg.cancel_scope.cancel()
         await self._tg.__aexit__(None, None, None)
-        with anyio.move_on_after(self.options.close_timeout / 1000.0, shield=True):
+        with anyio.move_on_after(self.options.close_timeout_ms / 1000.0, shield=True):
             await self._maintenance.unregister_all()
         # Not wrapped in a scope of ours: the pool exits the connector's task group, which
         # was entered before any scope opened here (trio insists on that order).
@@ -209,40 +215,38 @@ class Producer:
         self.state = ProducerState.CLOSED
 
     async def _drain(self) -> None:
-        if self._in_flight == 0:
-            return
-        self._drained = anyio.Event()
-        with anyio.move_on_after(self.options.close_timeout / 1000.0):
-            await self._drained.wait()
+        with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
+            await self._limiter.wait_idle()
 
     @property
     def in_flight(self) -> int:
-        return self._in_flight
+        """Sends holding an in-flight slot or waiting for one."""
+        return self._limiter.in_flight + self._limiter.waiting
 
     # -- sending ----------------------------------------------------------------------
 
     async def send(
-        self, message: Message, *, timeout: float | None = None, order_key: str | None = None
+        self, message: Message, *, timeout_ms: float | None = None, order_key: str | None = None
     ) -> SendResult:
         """Send and wait for the broker's answer (the sendDefaultImpl loop, S1-S11).
 
         With ``order_key`` the queue is chosen by the key's Java hash over the writable
         queues (the same queue a Java producer picks), in one attempt, never steered.
         """
+        if order_key is not None and not isinstance(order_key, str):
+            raise LocalProtocolError(f"order_key must be a str, got {type(order_key).__name__}")
         prepared = self._prepare(message)
-        selector = None if order_key is None else _key_selector(order_key)
-        job, plan = self._job(prepared, message, SendMode.SYNC, timeout, selector)
-        return await self._tracked(job, plan)
+        job = SendJob(prepared, message, order_key)
+        return _answered(await self._run(job, SendMode.SYNC, timeout_ms))
 
     async def send_batch(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self, messages: Sequence[Message], *, timeout_ms: float | None = None
     ) -> SendResult:
         """One SEND_BATCH_MESSAGE for messages of one topic; ``result.msg_ids`` lists them."""
         self._check_open()
         keys = [self._next_uniq_key() for _ in messages]
         prepared = self._factory.prepare_batch(list(messages), keys)
-        job, plan = self._job(prepared, messages[0], SendMode.SYNC, timeout, None)
-        return await self._tracked(job, plan)
+        return _answered(await self._run(SendJob(prepared, messages[0]), SendMode.SYNC, timeout_ms))
 
     def send_async(
         self,
@@ -250,30 +254,29 @@ class Producer:
         on_success: OnSuccess | None = None,
         on_exception: OnException | None = None,
         *,
-        timeout: float | None = None,
+        timeout_ms: float | None = None,
     ) -> SendFuture:
         """Validate, then return at once; the send runs as a task of the producer (A1-A7).
 
         Exactly one of the callbacks runs, exactly once; the future resolves the same way.
         """
         prepared = self._prepare(message)
-        job, plan = self._job(prepared, message, SendMode.ASYNC, timeout, None)
+        plan = self._plan(SendMode.ASYNC, timeout_ms, keyed=False)
+        # Take the in-flight slot now when there is room, so that close() drains this
+        # send even if its task has not started yet.
+        holds_slot = self._limiter.try_acquire(len(prepared.body))
+        job = SendJob(prepared, message, holds_slot=holds_slot)
         future = SendFuture(on_success, on_exception, msg_id=prepared.msg_id)
         assert self._async_sends is not None
-        self._in_flight += 1
-        self._async_sends.spawn(self._run_async, job, plan, future)
+        self._async_sends.spawn(
+            self._run_async, job, plan, future, if_never_ran=lambda: self._abandon(job, future)
+        )
         return future
 
-    async def send_oneway(self, message: Message, *, timeout: float | None = None) -> None:
+    async def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:
         """One attempt, no answer, no retry; raises if the frame could not be written."""
         prepared = self._prepare(message)
-        assert self._sender is not None
-        deadline = self._clock.monotonic_ms() + (timeout or self.options.send_timeout)
-        self._in_flight += 1
-        try:
-            await self._sender.run_oneway(prepared, deadline)
-        finally:
-            self._finished_one()
+        await self._run(SendJob(prepared, message), SendMode.ONEWAY, timeout_ms)
 
     # -- internals --------------------------------------------------------------------
 
@@ -288,44 +291,42 @@ class Producer:
         self._check_open()
         if not isinstance(message, Message):
             raise LocalProtocolError(f"expected a producer.Message, got {type(message).__name__}")
-        check_send_topic(message.topic)
         return self._factory.prepare(message, self._next_uniq_key())
 
-    def _job(
-        self,
-        prepared: PreparedMessage,
-        message: Message,
-        mode: SendMode,
-        timeout: float | None,
-        selector: QueueSelector | None,
-    ) -> tuple[SendJob, SendPlan]:
-        budget = self.options.send_timeout if timeout is None else timeout
-        if budget <= 0:
-            raise LocalProtocolError(f"timeout must be positive, got {timeout!r}")
-        deadline = self._clock.monotonic_ms() + budget
-        if selector is not None:
-            attempts = 1
-        elif mode is SendMode.SYNC:
-            attempts = 1 + self.options.retry_times_when_send_failed
-        else:
-            attempts = 1 + self.options.retry_times_when_send_async_failed
-        plan = SendPlan(
+    def _plan(self, mode: SendMode, timeout_ms: float | None, *, keyed: bool) -> SendPlan:
+        options = self.options
+        budget = options.send_timeout_ms if timeout_ms is None else timeout_ms
+        if not budget > 0:
+            raise LocalProtocolError(f"timeout_ms must be positive, got {timeout_ms!r}")
+        attempts = max_attempts(
+            mode,
+            keyed=keyed,
+            sync_retries=options.retry_times_when_send_failed,
+            async_retries=options.retry_times_when_send_async_failed,
+        )
+        return SendPlan(
             mode=mode,
-            policy=self.options.retry_policy,
+            policy=options.retry_policy,
             max_attempts=attempts,
-            deadline_ms=deadline,
-            retry_not_store_ok=self.options.retry_another_broker_when_not_store_ok,
+            deadline_ms=self._clock.monotonic_ms() + budget,
+            retry_not_store_ok=options.retry_another_broker_when_not_store_ok,
             rng=self._rng,
         )
-        return SendJob(prepared, message, selector), plan
 
-    async def _tracked(self, job: SendJob, plan: SendPlan) -> SendResult:
+    async def _run(
+        self, job: SendJob, mode: SendMode, timeout_ms: float | None
+    ) -> SendResult | None:
+        plan = self._plan(mode, timeout_ms, keyed=job.order_key is not None)
         assert self._sender is not None
-        self._in_flight += 1
-        try:
-            return await self._sender.run(job, plan)
-        finally:
-            self._finished_one()
+        return await self._sender.run(job, plan)
+
+    def _abandon(self, job: SendJob, future: SendFuture) -> None:
+        """A ``send_async`` task cancelled at close before it ever ran."""
+        if future.done():
+            return  # it did run: its own handler resolved the future and freed its slot
+        if job.holds_slot:
+            self._limiter.release(len(job.prepared.body))
+        future.set_error(ProducerClosedError("producer closed before the send started"))
 
     async def _run_async(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
         assert self._sender is not None
@@ -334,37 +335,32 @@ class Producer:
         except ProducerError as exc:
             future.set_error(exc)
         except anyio.get_cancelled_exc_class():
-            fate = Fate.UNKNOWN if plan.attempts else Fate.NOT_STORED
-            future.set_error(
-                ProducerClosedError(
-                    "producer closed before the send finished", fate=fate, attempts=plan.attempts
-                )
-            )
+            future.set_error(_closed_error(plan))
             raise
         except Exception as exc:  # a bug of ours: never let it kill the task group
             log.exception("send_async failed unexpectedly")
             future.set_error(ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
         else:
+            assert result is not None
             future.set_result(result)
-        finally:
-            self._finished_one()
-
-    def _finished_one(self) -> None:
-        self._in_flight -= 1
-        if self._in_flight == 0 and self._drained is not None:
-            self._drained.set()
 
     def __repr__(self) -> str:
         return (
             f"Producer(group={self.group!r}, state={self.state.value}, "
-            f"in_flight={self._in_flight}, routing={self.options.routing!r})"
+            f"in_flight={self.in_flight}, routing={self.options.routing!r})"
         )
 
 
-def _key_selector(key: str) -> QueueSelector:
-    if not isinstance(key, str):
-        raise LocalProtocolError(f"order_key must be a str, got {type(key).__name__}")
-    return lambda route: queue_for_key(route.queues, key)
+def _answered(result: SendResult | None) -> SendResult:
+    assert result is not None, "only a oneway send ends without a result"
+    return result
+
+
+def _closed_error(plan: SendPlan) -> ProducerClosedError:
+    fate = Fate.UNKNOWN if plan.attempts else Fate.NOT_STORED
+    return ProducerClosedError(
+        "producer closed before the send finished", fate=fate, attempts=plan.attempts
+    )
 
 
 class _AsyncSends:
@@ -378,19 +374,31 @@ class _AsyncSends:
 
     __slots__ = ("_tasks", "_tg")
 
-    def __init__(self, tg: TaskGroup) -> None:
+    def __init__(self, tg: TaskGroup, *, native: bool) -> None:
         self._tg = tg
-        native = sniffio.current_async_library() == "asyncio"
         self._tasks: set[asyncio.Task[None]] | None = set() if native else None
 
-    def spawn(self, func: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
+    def spawn(
+        self,
+        func: Callable[..., Coroutine[Any, Any, None]],
+        *args: object,
+        if_never_ran: Callable[[], None],
+    ) -> None:
+        """Run ``func(*args)``; ``if_never_ran`` is called if it is cancelled before it
+        starts (asyncio then never enters the coroutine, so its own cleanup cannot run)."""
         tasks = self._tasks
         if tasks is None:
-            self._tg.start_soon(func, *args)
+            self._tg.start_soon(func, *args)  # trio runs a cancelled task to its first await
             return
         task = asyncio.get_running_loop().create_task(func(*args))
         tasks.add(task)
-        task.add_done_callback(tasks.discard)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            tasks.discard(finished)
+            if finished.cancelled():
+                if_never_ran()
+
+        task.add_done_callback(done)
 
     async def cancel_all(self) -> None:
         """Cancel the native tasks still running and wait until they have finished."""

@@ -195,7 +195,7 @@ class RequestTimeout(TransportError, TimeoutError):
 
 
 class SendTimeout(ProducerError, TimeoutError):
-    """The send's total budget (``send_timeout``) ran out; carries the last attempt error."""
+    """The send's total budget (``send_timeout_ms``) ran out; carries the last attempt error."""
 
     def __init__(
         self,

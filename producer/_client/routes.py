@@ -17,10 +17,10 @@ import anyio
 
 from latency_fault import PublishSnapshot
 from producer._client.clock import Clock
+from producer._client.remoting import RemotingClient
 from producer._remoting.message import MessageQueue
 from producer._remoting.requests import parse_route_response, route_request
 from producer._remoting.route import TopicRouteData, build_publish_queues, master_addresses
-from producer._transport import ConnectionPool
 from producer.errors import (
     LocalProtocolError,
     NoRouteError,
@@ -68,14 +68,14 @@ class RouteTable:
     def __init__(
         self,
         namesrv_addrs: Sequence[str],
-        pool: ConnectionPool,
+        client: RemotingClient,
         clock: Clock,
         rng: random.Random,
         *,
         request_timeout_ms: float = 3000.0,
     ) -> None:
         self.namesrv_addrs = list(namesrv_addrs)
-        self._pool = pool
+        self._client = client
         self._clock = clock
         self._rng = rng
         self._cursor = rng.randrange(len(self.namesrv_addrs))
@@ -158,8 +158,7 @@ class RouteTable:
         raise NoRouteError(topic, self.namesrv_addrs, "; ".join(errors)) from last
 
     async def _ask(self, addr: str, topic: str, timeout_ms: float) -> TopicRouteData:
-        connection = await self._pool.get(addr, timeout_ms=timeout_ms)
-        response = await connection.request(route_request(topic), timeout_ms)
+        response = await self._client.invoke(addr, route_request(topic), timeout_ms)
         return parse_route_response(response)
 
     def forget(self, topic: str) -> None:

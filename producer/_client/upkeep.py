@@ -14,6 +14,7 @@ from anyio.abc import TaskGroup
 
 from latency_fault import Router
 from producer._client.clock import Clock
+from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._remoting.codes import ResponseCode
 from producer._remoting.command import RemotingCommand
@@ -24,7 +25,6 @@ from producer._remoting.requests import (
     parse_max_offset_response,
     unregister_client_request,
 )
-from producer._transport import ConnectionPool
 from producer.errors import BrokerError, ProducerError
 
 log = logging.getLogger("producer")
@@ -40,7 +40,7 @@ class Maintenance:
         group: str,
         client_id: str,
         routes: RouteTable,
-        pool: ConnectionPool,
+        client: RemotingClient,
         router: Router,
         clock: Clock,
         refresh_interval_ms: float,
@@ -50,14 +50,12 @@ class Maintenance:
         self.group = group
         self.client_id = client_id
         self.routes = routes
-        self.pool = pool
+        self.client = client
         self.router = router
         self.clock = clock
         self.refresh_interval_ms = refresh_interval_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.probe_interval_ms = probe_interval_ms
-        self.heartbeats_sent = 0
-        self.probes_sent = 0
 
     def start(self, tg: TaskGroup) -> None:
         tg.start_soon(self._refresh_loop)
@@ -93,7 +91,6 @@ class Maintenance:
         request = heartbeat_request(self.client_id, [self.group])
         try:
             await self._call(addr, request)
-            self.heartbeats_sent += 1
         except ProducerError as exc:
             log.info("heartbeat to %s failed: %s", addr, exc)
 
@@ -119,7 +116,6 @@ class Maintenance:
             self._record(broker, start, isolation=True)
         else:
             self._record(broker, start, isolation=False)
-        self.probes_sent += 1
 
     def _probe_target(self, broker: str) -> tuple[str, str] | None:
         addr = self.routes.broker_addrs().get(broker)
@@ -155,8 +151,7 @@ class Maintenance:
             log.info("unregister of %s from %s failed: %s", group, addr, exc)
 
     async def _call(self, addr: str, request: RemotingCommand) -> RemotingCommand:
-        connection = await self.pool.get(addr, timeout_ms=HOUSEKEEPING_TIMEOUT_MS)
-        response = await connection.request(request, HOUSEKEEPING_TIMEOUT_MS)
+        response = await self.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS)
         if response.code != ResponseCode.SUCCESS:
             raise BrokerError.for_code(response.code, response.remark)
         return response

@@ -89,18 +89,8 @@ def check_topic(topic: object) -> None:
 
 def check_send_topic(topic: object) -> None:
     """A valid topic that a producer may send to."""
-    if type(topic) is str and topic in _GOOD_SEND_TOPICS:
-        return  # checked before: the verdict depends on the name only
     if is_send_forbidden(_check_name("topic", topic, TOPIC_MAX_LENGTH)):
         raise MessageValidationError("topic", topic, "sending to a system topic is forbidden")
-    if type(topic) is str and len(_GOOD_SEND_TOPICS) < _GOOD_SEND_TOPICS_MAX:
-        _GOOD_SEND_TOPICS.add(topic)
-
-
-# Topics that passed check_send_topic (every send checks its topic, twice): a bounded
-# memo, so a process that sends to endless generated topic names does not grow it.
-_GOOD_SEND_TOPICS: set[str] = set()
-_GOOD_SEND_TOPICS_MAX = 1024
 
 
 def check_group(group: object) -> None:

@@ -24,7 +24,7 @@ class _Waiter:
 
 
 class InFlightLimiter:
-    __slots__ = ("_bytes", "_count", "_waiters", "fail_fast", "max_bytes", "max_count")
+    __slots__ = ("_bytes", "_count", "_idle", "_waiters", "fail_fast", "max_bytes", "max_count")
 
     def __init__(self, max_count: int, max_bytes: int, *, fail_fast: bool = False) -> None:
         if max_count < 1 or max_bytes < 1:
@@ -35,6 +35,7 @@ class InFlightLimiter:
         self._count = 0
         self._bytes = 0
         self._waiters: deque[_Waiter] = deque()
+        self._idle: anyio.Event | None = None
 
     @property
     def in_flight(self) -> int:
@@ -47,6 +48,19 @@ class InFlightLimiter:
     @property
     def waiting(self) -> int:
         return len(self._waiters)
+
+    @property
+    def is_idle(self) -> bool:
+        """No send holds a slot or waits for one."""
+        return self._count == 0 and not self._waiters
+
+    async def wait_idle(self) -> None:
+        """Return once :attr:`is_idle` (the producer drains with this on close)."""
+        if self.is_idle:
+            return
+        if self._idle is None:
+            self._idle = anyio.Event()
+        await self._idle.wait()
 
     def _has_room(self, size: int) -> bool:
         # One message larger than the byte limit still goes when nothing else is in flight.
@@ -92,11 +106,18 @@ class InFlightLimiter:
         else:
             self._waiters.remove(waiter)
             self._grant_waiters()  # our place in line may have blocked others
+            self._wake_if_idle()
 
     def release(self, size: int) -> None:
         self._count -= 1
         self._bytes -= size
         self._grant_waiters()
+        self._wake_if_idle()
+
+    def _wake_if_idle(self) -> None:
+        if self._idle is not None and self.is_idle:
+            self._idle.set()
+            self._idle = None
 
     def _grant_waiters(self) -> None:
         while self._waiters and self._has_room(self._waiters[0].size):

@@ -1,4 +1,8 @@
-"""Producer settings: the Java client's names in snake_case, with its defaults, validated."""
+"""Producer settings: the Java client's names in snake_case, with its defaults, validated.
+
+The defaults are written here and nowhere else: :class:`producer.Producer`'s keyword
+arguments take theirs from :data:`DEFAULT_OPTIONS`. Every duration carries its unit.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ DEFAULT_ROUTING: Routing = "adaptive"
 
 @dataclass(frozen=True, slots=True)
 class ProducerOptions:
-    send_timeout: float = 3000.0
+    send_timeout_ms: float = 3000.0
     retry_times_when_send_failed: int = 2
     retry_times_when_send_async_failed: int = 2
     retry_another_broker_when_not_store_ok: bool = False
@@ -24,23 +28,23 @@ class ProducerOptions:
     compress_over: int = 4096
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy.default)
     routing: Routing = DEFAULT_ROUTING
-    route_refresh_interval: float = 30_000.0
-    heartbeat_interval: float = 30_000.0
-    probe_interval: float = 1_000.0
-    connect_timeout: float = 3000.0
+    route_refresh_interval_ms: float = 30_000.0
+    heartbeat_interval_ms: float = 30_000.0
+    probe_interval_ms: float = 1_000.0
+    connect_timeout_ms: float = 3000.0
     max_in_flight: int = 10_000
     max_in_flight_bytes: int = 256 * 1024 * 1024
     backpressure: Literal["wait", "fail"] = "wait"
-    close_timeout: float = 5000.0
+    close_timeout_ms: float = 5000.0
 
     def __post_init__(self) -> None:
         positive = {
-            "send_timeout": self.send_timeout,
+            "send_timeout_ms": self.send_timeout_ms,
             "max_message_size": self.max_message_size,
-            "route_refresh_interval": self.route_refresh_interval,
-            "heartbeat_interval": self.heartbeat_interval,
-            "probe_interval": self.probe_interval,
-            "connect_timeout": self.connect_timeout,
+            "route_refresh_interval_ms": self.route_refresh_interval_ms,
+            "heartbeat_interval_ms": self.heartbeat_interval_ms,
+            "probe_interval_ms": self.probe_interval_ms,
+            "connect_timeout_ms": self.connect_timeout_ms,
             "max_in_flight": self.max_in_flight,
             "max_in_flight_bytes": self.max_in_flight_bytes,
         }
@@ -53,8 +57,10 @@ class ProducerOptions:
                 raise LocalProtocolError(f"{name} must be an int >= 0, got {value!r}")
         if self.compress_over < 0:
             raise LocalProtocolError(f"compress_over must be >= 0, got {self.compress_over!r}")
-        if self.close_timeout < 0:
-            raise LocalProtocolError(f"close_timeout must be >= 0, got {self.close_timeout!r}")
+        if self.close_timeout_ms < 0:
+            raise LocalProtocolError(
+                f"close_timeout_ms must be >= 0, got {self.close_timeout_ms!r}"
+            )
         if self.routing not in ROUTER_NAMES:
             raise LocalProtocolError(
                 f"routing must be one of {sorted(ROUTER_NAMES)}, got {self.routing!r}"
@@ -65,3 +71,6 @@ class ProducerOptions:
             )
         if not isinstance(self.retry_policy, RetryPolicy):
             raise LocalProtocolError(f"retry_policy must be a RetryPolicy: {self.retry_policy!r}")
+
+
+DEFAULT_OPTIONS = ProducerOptions()

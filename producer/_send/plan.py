@@ -2,8 +2,9 @@
 
 The I/O shell asks :meth:`SendPlan.next_attempt` before every attempt and gets either a
 :class:`Dispatch` (send to a freshly selected queue with this network timeout) or a
-:class:`Finish`. After the attempt it reports what happened with :meth:`on_result` or
-:meth:`on_error` and gets :class:`Retry` (optionally after a back-off) or :class:`Finish`.
+:class:`Finish`. After the attempt it reports what happened with :meth:`on_answer`
+(:meth:`on_written` for oneway) or :meth:`on_error` and gets :class:`Retry` (optionally
+after a back-off) or :class:`Finish`.
 One plan is one message: its attempt counter is shared by every re-dispatch, which is
 what makes the async path's ``onExceptionImpl`` and the sync loop the same machine.
 Nothing here reads a clock or a global random source.
@@ -15,7 +16,9 @@ import enum
 import random
 from dataclasses import dataclass
 
+from producer._remoting.codes import SendStatus
 from producer._remoting.message import MessageQueue
+from producer._remoting.send_header import SendResponseHeader
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
 from producer.errors import (
@@ -36,6 +39,15 @@ from producer.errors import (
 class SendMode(enum.Enum):
     SYNC = "sync"
     ASYNC = "async"
+    ONEWAY = "oneway"
+
+
+def max_attempts(mode: SendMode, *, keyed: bool, sync_retries: int, async_retries: int) -> int:
+    """S1 / A2: how many attempts a send gets. A keyed send's queue is final (F5) and a
+    oneway send has no answer to retry on, so each gets exactly one."""
+    if keyed or mode is SendMode.ONEWAY:
+        return 1
+    return 1 + (sync_retries if mode is SendMode.SYNC else async_retries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +67,7 @@ class Retry:
 
 @dataclass(frozen=True, slots=True)
 class Finish:
-    """The send is over: exactly one of ``result`` / ``error`` is set."""
+    """The send is over: ``error`` is set, or ``result`` (``None`` for a oneway send)."""
 
     result: SendResult | None = None
     error: ProducerError | None = None
@@ -87,6 +99,7 @@ class SendPlan:
         "attempts",
         "deadline_ms",
         "last_broker",
+        "last_result",
         "max_attempts",
         "mode",
         "policy",
@@ -110,6 +123,7 @@ class SendPlan:
         self.retry_not_store_ok = retry_not_store_ok
         self.attempts: list[AttemptRecord] = []
         self.last_broker: str | None = None
+        self.last_result: SendResult | None = None
         self._rng = rng
         self._last_error: ProducerError | None = None
         self._not_ok_result: SendResult | None = None
@@ -142,23 +156,27 @@ class SendPlan:
 
     # -- after an attempt -------------------------------------------------------------
 
-    def on_result(
-        self, queue: MessageQueue, result: SendResult, latency_ms: float
+    def on_answer(
+        self,
+        queue: MessageQueue,
+        status: SendStatus,
+        header: SendResponseHeader,
+        msg_id: str,
+        latency_ms: float,
     ) -> Retry | Finish:
         """The broker stored the message; S6 decides whether a non-OK status is retried."""
-        ok = result.status.is_ok
+        ok = status.is_ok
         outcome = AttemptOutcome.OK if ok else AttemptOutcome.NOT_STORED_OK
-        code = None if ok else result.status.response_code
-        self._record(queue, outcome, code, latency_ms)
-        result = SendResult(  # dataclasses.replace costs 3x this on the hot path
-            result.status,
-            result.msg_id,
-            result.offset_msg_id,
-            result.queue,
-            result.queue_offset,
-            result.region_id,
-            result.trace_on,
-            result.transaction_id,
+        self._record(queue, outcome, None if ok else status.response_code, latency_ms)
+        result = self.last_result = SendResult(
+            status,
+            msg_id,
+            header.msg_id,
+            queue,
+            header.queue_offset,
+            header.region_id,
+            header.trace_on,
+            header.transaction_id,
             tuple(self.attempts),
         )
         if ok:
@@ -167,6 +185,11 @@ class SendPlan:
         if self.retry_not_store_ok and self._may_retry_broker_codes() and self._has_attempts_left():
             return Retry(0.0)
         return Finish(result=result)
+
+    def on_written(self, queue: MessageQueue, latency_ms: float) -> Finish:
+        """A oneway frame reached the socket: that is all a oneway send can learn."""
+        self._record(queue, AttemptOutcome.OK, None, latency_ms)
+        return Finish()
 
     def on_error(
         self,

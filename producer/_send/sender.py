@@ -1,8 +1,9 @@
 """Carries out send plans: the I/O shell around :mod:`producer._send.plan`.
 
-For each attempt it selects a queue (or takes the selector's), gets a connection, sends
-the request rebuilt for that queue, feeds the outcome to the fault-aware router (S8),
-runs hooks and telemetry, and asks the plan what to do next.
+Every send - sync, async, oneway, keyed - runs here, through one attempt function: select
+a queue (a keyed send's is final, F5), send the request rebuilt for that queue through
+the client's one request door, feed the outcome to the fault-aware router (S8), run hooks
+and telemetry, and ask the plan what to do next.
 
 The clock is read once per step that can take time: at the start, after each wait
 (backpressure, route lookup, connect, hooks, back-off) and after each attempt. Code
@@ -12,7 +13,6 @@ send reads it four times rather than once per decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -20,19 +20,21 @@ from opentelemetry.trace import Span
 
 from latency_fault import Router
 from producer._client.clock import Clock
+from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, TopicRoute
+from producer._ordering import queue_for_key
+from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import PreparedMessage, build_send_request
-from producer._remoting.send_header import parse_send_response
+from producer._remoting.send_header import SendResponseHeader, parse_send_response
 from producer._send.backpressure import InFlightLimiter
 from producer._send.hooks import AttemptContext, HookRunner
-from producer._send.plan import Dispatch, Finish, Retry, SendPlan, outcome_of
+from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan
 from producer._send.result import SendResult
 from producer._send.telemetry import Telemetry
-from producer._transport import ConnectionPool
-from producer.errors import AttemptRecord, BrokerError, ConnectError, ProducerError, RequestTimeout
+from producer.errors import BrokerError, ConnectError, ProducerError
 
-QueueSelector = Callable[[TopicRoute], MessageQueue]
+Answer = tuple[SendStatus, SendResponseHeader]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,8 @@ class SendJob:
 
     prepared: PreparedMessage
     message: Message
-    selector: QueueSelector | None = None  # keyed / ordered: the queue is final (F5)
+    order_key: str | None = None  # keyed: the key's queue is final (F5)
+    holds_slot: bool = False  # the caller already took its in-flight slot
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,28 +60,26 @@ class Sender:
         *,
         group: str,
         routes: RouteTable,
-        pool: ConnectionPool,
+        client: RemotingClient,
         router: Router,
         limiter: InFlightLimiter,
         hooks: HookRunner,
         telemetry: Telemetry,
         clock: Clock,
-        connect_timeout_ms: float,
-        retry_not_store_ok: bool,
     ) -> None:
         self.group = group
         self.routes = routes
-        self.pool = pool
+        self.client = client
         self.router = router
         self.limiter = limiter
         self.hooks = hooks
         self.telemetry = telemetry
         self.clock = clock
-        self.connect_timeout_ms = connect_timeout_ms
-        self.retry_not_store_ok = retry_not_store_ok
 
-    async def run(self, job: SendJob, plan: SendPlan) -> SendResult:
-        """The whole send: backpressure, route, attempts; raises the final error."""
+    async def run(self, job: SendJob, plan: SendPlan) -> SendResult | None:
+        """The whole send: backpressure, route, attempts; raises the final error.
+
+        Returns the result, or ``None`` for a oneway send (it gets no answer)."""
         topic = job.prepared.topic
         span = self.telemetry.start_send(topic, plan.mode.value)
         started = self.clock.monotonic_ms()
@@ -93,10 +94,10 @@ class Sender:
         self.telemetry.finish_ok(span, topic, result, self._seconds_since(started))
         return result
 
-    async def _run_limited(self, send: _Send, now: float) -> SendResult:
+    async def _run_limited(self, send: _Send, now: float) -> SendResult | None:
         job = send.job
         size = len(job.prepared.body)
-        if not self.limiter.try_acquire(size):
+        if not (job.holds_slot or self.limiter.try_acquire(size)):
             await self.limiter.acquire(size, send.plan.deadline_ms - now)
             now = self.clock.monotonic_ms()
         try:
@@ -109,14 +110,14 @@ class Sender:
             self.limiter.release(size)
         if finish.error is not None:
             raise finish.error
-        assert finish.result is not None
         return finish.result
 
     async def _attempts(self, send: _Send, route: TopicRoute, now: float) -> Finish:
         plan = send.plan
         step = plan.next_attempt(now)
         while isinstance(step, Dispatch):
-            route = self.routes.cached(route.topic) or route  # a refresh may have landed
+            if step.number > 1:
+                route = self.routes.cached(route.topic) or route  # a refresh may have landed
             queue = self._select(send.job, plan, route, now)
             decision, now = await self._attempt(send, route, queue, step, now)
             if isinstance(decision, Finish):
@@ -128,8 +129,8 @@ class Sender:
         return step
 
     def _select(self, job: SendJob, plan: SendPlan, route: TopicRoute, now: float) -> MessageQueue:
-        if job.selector is not None:
-            return job.selector(route)
+        if job.order_key is not None:
+            return queue_for_key(route.queues, job.order_key)
         return self.router.select_queue(route.snapshot, plan.last_broker, int(now))
 
     async def _back_off(self, decision: Retry, plan: SendPlan, now: float) -> None:
@@ -153,12 +154,12 @@ class Sender:
         broker = queue.broker_name
         self.router.on_dispatch(broker, int(start))  # an unanswered attempt is evidence too
         try:
-            result = await self._exchange(job.prepared, queue, addr, start + step.timeout_ms, start)
+            answer = await self._exchange(job.prepared, queue, addr, step.timeout_ms, plan.mode)
         except ProducerError as exc:
             self.router.on_complete(broker)
             now = self.clock.monotonic_ms()
             latency = now - start
-            self._record_fault(queue.broker_name, latency, exc, now)
+            self._record_fault(broker, latency, exc, now)
             decision: Retry | Finish = plan.on_error(queue, exc, latency, now)
             if ctx is not None:
                 ctx.error, ctx.latency_ms = exc, latency
@@ -170,10 +171,13 @@ class Sender:
             self.router.on_complete(broker)
             now = self.clock.monotonic_ms()
             latency = now - start
-            self._record_fault(queue.broker_name, latency, None, now)
-            decision = plan.on_result(queue, result, latency)
+            if answer is None:  # oneway: a write is not an answer, so no latency to learn
+                decision = plan.on_written(queue, latency)
+            else:
+                self._record_fault(broker, latency, None, now)
+                decision = plan.on_answer(queue, *answer, job.prepared.msg_id, latency)
             if ctx is not None:
-                ctx.result, ctx.latency_ms = result, latency
+                ctx.result, ctx.latency_ms = plan.last_result, latency
         self.telemetry.attempt(send.span, route.topic, plan.attempts[-1], step.number)
         if ctx is not None:
             await self.hooks.after(ctx)
@@ -185,55 +189,17 @@ class Sender:
         prepared: PreparedMessage,
         queue: MessageQueue,
         addr: str,
-        deadline_ms: float,
-        now: float,
-    ) -> SendResult:
+        timeout_ms: float,
+        mode: SendMode,
+    ) -> Answer | None:
         if not addr:
             raise ConnectError(f"no master address for broker {queue.broker_name!r} in the route")
-        connection = self.pool.open_connection(addr)
-        if connection is None:
-            connect_budget = min(deadline_ms - now, self.connect_timeout_ms)
-            connection = await self.pool.get(addr, timeout_ms=connect_budget)
-            now = self.clock.monotonic_ms()
-        remaining = deadline_ms - now
-        if remaining <= 0:
-            raise RequestTimeout(f"no time left to send to {addr} after connecting")
-        request = build_send_request(prepared, queue, self.clock.wall_ms())
-        response = await connection.request(request, remaining)
-        status, header = parse_send_response(response)
-        return SendResult(
-            status=status,
-            msg_id=prepared.msg_id,
-            offset_msg_id=header.msg_id,
-            queue=queue,
-            queue_offset=header.queue_offset,
-            region_id=header.region_id,
-            trace_on=header.trace_on,
-            transaction_id=header.transaction_id,
-            attempts=(),
-        )
-
-    async def run_oneway(self, prepared: PreparedMessage, deadline_ms: float) -> None:
-        """One attempt, no response awaited; a failure is recorded and raised, never retried."""
-        route = await self.routes.get(prepared.topic, deadline_ms)
-        queue = self.router.select_queue(route.snapshot, None, int(self.clock.monotonic_ms()))
-        addr = route.broker_addrs.get(queue.broker_name, "")
-        start = self.clock.monotonic_ms()
-        try:
-            if not addr:
-                raise ConnectError(f"no master address for broker {queue.broker_name!r}")
-            budget = deadline_ms - start
-            connection = await self.pool.get(addr, timeout_ms=min(budget, self.connect_timeout_ms))
-            request = build_send_request(prepared, queue, self.clock.wall_ms(), oneway=True)
-            await connection.send_oneway(request, deadline_ms - self.clock.monotonic_ms())
-        except ProducerError as exc:
-            now = self.clock.monotonic_ms()
-            latency = now - start
-            self._record_fault(queue.broker_name, latency, exc, now)
-            record = AttemptRecord(
-                queue.broker_name, queue.queue_id, outcome_of(exc), exc.code, latency
-            )
-            raise exc.with_attempts([record]) from None
+        oneway = mode is SendMode.ONEWAY
+        request = build_send_request(prepared, queue, self.clock.wall_ms(), oneway=oneway)
+        if oneway:
+            await self.client.invoke_oneway(addr, request, timeout_ms)
+            return None
+        return parse_send_response(await self.client.invoke(addr, request, timeout_ms))
 
     def _record_fault(
         self, broker: str, latency_ms: float, error: ProducerError | None, now_ms: float

@@ -78,9 +78,10 @@ class Telemetry:
     def ban(self, broker: str) -> None:
         self._bans.add(1, {"rocketmq.broker.name": broker})
 
-    def finish_ok(self, span: Span, topic: str, result: SendResult, seconds: float) -> None:
+    def finish_ok(self, span: Span, topic: str, result: SendResult | None, seconds: float) -> None:
+        """``result`` is ``None`` for a oneway send: written, never answered."""
         self._duration.record(seconds, {"messaging.destination.name": topic})
-        if span.is_recording():
+        if result is not None and span.is_recording():
             span.set_attributes(
                 {
                     "messaging.message.id": result.msg_id,

@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-import sniffio
-
 from producer._remoting.command import OpaqueAllocator
 from producer._transport.anyio_backend import AnyioConnection, AnyioConnector
 from producer._transport.asyncio_backend import AsyncioConnection, AsyncioConnector
@@ -19,6 +17,7 @@ from producer._transport.base import (
     process_opaques,
 )
 from producer._transport.pool import ConnectionPool
+from producer._transport.runtime import Runtime, current_runtime
 
 __all__ = [
     "AnyioConnection",
@@ -29,6 +28,8 @@ __all__ = [
     "ConnectionPool",
     "ConnectionStats",
     "Connector",
+    "Runtime",
+    "current_runtime",
     "default_connector",
     "parse_address",
     "process_opaques",
@@ -37,6 +38,4 @@ __all__ = [
 
 def default_connector(*, opaques: OpaqueAllocator | None = None) -> Connector:
     """A connector for the event loop this is called from (call it inside the loop)."""
-    if sniffio.current_async_library() == "asyncio":
-        return AsyncioConnector(opaques=opaques)
-    return AnyioConnector(opaques=opaques)
+    return current_runtime().connector(opaques=opaques)

@@ -47,7 +47,7 @@ async def test_ten_thousand_sends_through_random_faults_are_all_accounted_for(
             except ProducerError as exc:
                 outcomes[i] = exc
 
-    producer = make_producer(cluster, routing="adaptive", send_timeout=600)
+    producer = make_producer(cluster, routing="adaptive", send_timeout_ms=600)
     async with producer as p, anyio.create_task_group() as tg:
         for first in range(WORKERS):
             tg.start_soon(worker, first, p)

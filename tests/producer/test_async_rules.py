@@ -127,7 +127,7 @@ async def test_a5_async_send_keeps_the_same_deadline(cluster: DevClusterThread) 
         fault_all(cluster, FaultSpec(blackhole=True))
         started = time.monotonic()
         with pytest.raises(SendTimeout):
-            await p.send_async(Message(TOPIC, b"x"), timeout=300)
+            await p.send_async(Message(TOPIC, b"x"), timeout_ms=300)
         assert (time.monotonic() - started) * 1000 <= 350
 
 
@@ -150,10 +150,10 @@ async def test_a7_backpressure_waits_within_the_deadline(cluster: DevClusterThre
     async with make_producer(cluster, max_in_flight=2) as p:
         await p.send(Message(TOPIC, b"warm"))
         fault_all(cluster, FaultSpec(blackhole=True))
-        stuck = [p.send_async(Message(TOPIC, b"x"), timeout=2000) for _ in range(2)]
+        stuck = [p.send_async(Message(TOPIC, b"x"), timeout_ms=2000) for _ in range(2)]
         await anyio.wait_all_tasks_blocked()  # both hold their slots, waiting on the broker
         with pytest.raises(SendTimeout, match="in-flight"):
-            await p.send(Message(TOPIC, b"waits"), timeout=100)
+            await p.send(Message(TOPIC, b"waits"), timeout_ms=100)
         fault_all(cluster, FaultSpec())
         for future in stuck:  # their first attempt times out; the retry lands
             result = await future
@@ -164,7 +164,7 @@ async def test_a7_backpressure_can_fail_fast(cluster: DevClusterThread) -> None:
     async with make_producer(cluster, max_in_flight=1, backpressure="fail") as p:
         await p.send(Message(TOPIC, b"warm"))
         fault_all(cluster, FaultSpec(blackhole=True))
-        stuck = p.send_async(Message(TOPIC, b"x"), timeout=500)
+        stuck = p.send_async(Message(TOPIC, b"x"), timeout_ms=500)
         await anyio.wait_all_tasks_blocked()  # the stuck send holds its slot, waiting
         with pytest.raises(BackpressureError):
             await p.send(Message(TOPIC, b"refused"))

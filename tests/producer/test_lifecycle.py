@@ -49,8 +49,8 @@ async def test_start_twice_is_a_local_error(cluster: DevClusterThread) -> None:
 
 
 async def test_bad_options_are_typed_errors(cluster: DevClusterThread) -> None:
-    with pytest.raises(LocalProtocolError, match="send_timeout"):
-        Producer("g", cluster.namesrv_addr, send_timeout=0)
+    with pytest.raises(LocalProtocolError, match="send_timeout_ms"):
+        Producer("g", cluster.namesrv_addr, send_timeout_ms=0)
     with pytest.raises(LocalProtocolError, match="routing"):
         Producer("g", cluster.namesrv_addr, routing="fastest")  # type: ignore[arg-type]
     with pytest.raises(LocalProtocolError, match="name server"):
@@ -69,12 +69,12 @@ async def test_aclose_drains_in_flight_sends(cluster: DevClusterThread) -> None:
 
 async def test_aclose_fails_what_cannot_finish_exactly_once(cluster: DevClusterThread) -> None:
     errors: list[ProducerError] = []
-    async with make_producer(cluster, close_timeout=100) as p:
+    async with make_producer(cluster, close_timeout_ms=100) as p:
         await p.send(Message(TOPIC, b"warm"))
         for name in ("broker-a", "broker-b", "broker-c"):
             cluster.set_fault(name, FaultSpec(blackhole=True))
         futures = [
-            p.send_async(Message(TOPIC, b"x"), on_exception=errors.append, timeout=60_000)
+            p.send_async(Message(TOPIC, b"x"), on_exception=errors.append, timeout_ms=60_000)
             for _ in range(5)
         ]
     assert len(errors) == 5
@@ -93,7 +93,7 @@ async def test_cancelled_send_leaves_nothing_running(cluster: DevClusterThread) 
         for name in ("broker-a", "broker-b", "broker-c"):
             cluster.set_fault(name, FaultSpec(blackhole=True))
         with anyio.move_on_after(0.1) as scope:
-            await p.send(Message(TOPIC, b"x"), timeout=5000)
+            await p.send(Message(TOPIC, b"x"), timeout_ms=5000)
         assert scope.cancelled_caught
         assert p.in_flight == 0
         assert other_tasks() == before

@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from producer import MessageQueue, SendResult, SendStatus
-from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan
+from producer import MessageQueue, SendStatus
+from producer._remoting.send_header import SendResponseHeader
+from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan, max_attempts
 from producer._send.retry_policy import RetryPolicy
 from producer.errors import (
     AttemptOutcome,
@@ -41,8 +42,13 @@ def plan(
     )
 
 
-def result(status: SendStatus = SendStatus.SEND_OK) -> SendResult:
-    return SendResult(status, "ID", "OFF", Q_A, 0, "DefaultRegion", True, None, ())
+HEADER = SendResponseHeader(msg_id="OFF", queue_id=0, queue_offset=7)
+
+
+def answer(
+    p: SendPlan, queue: MessageQueue, latency: float, status: SendStatus = SendStatus.SEND_OK
+) -> Retry | Finish:
+    return p.on_answer(queue, status, HEADER, "ID", latency)
 
 
 def run_failing(p: SendPlan, errors: list[Exception], now: float = 0.0) -> Finish:
@@ -152,7 +158,7 @@ def test_s3_last_attempt_gets_the_whole_remainder() -> None:
 def test_s6_not_store_ok_is_returned_unless_retry_another_broker() -> None:
     p = plan()
     p.next_attempt(0.0)
-    done = p.on_result(Q_A, result(SendStatus.FLUSH_DISK_TIMEOUT), 2.0)
+    done = answer(p, Q_A, 2.0, SendStatus.FLUSH_DISK_TIMEOUT)
     assert isinstance(done, Finish)
     assert done.result is not None and done.result.status is SendStatus.FLUSH_DISK_TIMEOUT
 
@@ -161,7 +167,7 @@ def test_s6_retry_another_broker_returns_last_not_ok_result_when_attempts_run_ou
     p = plan(not_store_ok=True)
     for q in (Q_A, Q_B):
         p.next_attempt(0.0)
-        assert isinstance(p.on_result(q, result(SendStatus.SLAVE_NOT_AVAILABLE), 1.0), Retry)
+        assert isinstance(answer(p, q, 1.0, SendStatus.SLAVE_NOT_AVAILABLE), Retry)
     p.next_attempt(0.0)
     done = p.on_error(Q_A, BrokerError.for_code(14), 1.0)
     assert isinstance(done, Finish)
@@ -198,9 +204,44 @@ def test_success_carries_attempt_history() -> None:
     p.next_attempt(0.0)
     p.on_error(Q_A, ConnectError("refused"), 3.0)
     p.next_attempt(3.0)
-    done = p.on_result(Q_B, result(), 4.0)
+    done = answer(p, Q_B, 4.0)
     assert isinstance(done, Finish) and done.result is not None
     assert [(a.broker_name, a.outcome) for a in done.result.attempts] == [
         ("broker-a", AttemptOutcome.CONNECT_ERROR),
         ("broker-b", AttemptOutcome.OK),
     ]
+
+
+def test_success_is_built_once_with_the_ids_of_both_sides() -> None:
+    p = plan()
+    p.next_attempt(0.0)
+    done = answer(p, Q_A, 1.5)
+    assert isinstance(done, Finish) and done.result is p.last_result
+    assert done.result is not None
+    assert (done.result.msg_id, done.result.offset_msg_id, done.result.queue_offset) == (
+        "ID",
+        "OFF",
+        7,
+    )
+
+
+def test_oneway_write_finishes_without_a_result_and_records_the_attempt() -> None:
+    p = plan(mode=SendMode.ONEWAY, attempts=1)
+    p.next_attempt(0.0)
+    done = p.on_written(Q_A, 0.5)
+    assert done == Finish()
+    assert [(a.broker_name, a.outcome) for a in p.attempts] == [("broker-a", AttemptOutcome.OK)]
+
+
+@pytest.mark.parametrize(
+    ("mode", "keyed", "expected"),
+    [
+        (SendMode.SYNC, False, 1 + 2),
+        (SendMode.ASYNC, False, 1 + 5),
+        (SendMode.SYNC, True, 1),
+        (SendMode.ASYNC, True, 1),
+        (SendMode.ONEWAY, False, 1),
+    ],
+)
+def test_s1_a2_attempt_count_by_mode(mode: SendMode, keyed: bool, expected: int) -> None:
+    assert max_attempts(mode, keyed=keyed, sync_retries=2, async_retries=5) == expected

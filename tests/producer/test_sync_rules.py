@@ -158,7 +158,7 @@ async def test_s2_blackholed_cluster_fails_with_send_timeout_within_budget(
         fault_all(cluster, FaultSpec(blackhole=True))
         started = time.monotonic()
         with pytest.raises(SendTimeout) as info:
-            await p.send(msg(), timeout=500)
+            await p.send(msg(), timeout_ms=500)
         elapsed_ms = (time.monotonic() - started) * 1000
     assert isinstance(info.value, TimeoutError)
     assert 500 <= elapsed_ms <= 550, elapsed_ms
@@ -171,7 +171,7 @@ async def test_s3_hung_first_broker_does_not_eat_the_retries(cluster: DevCluster
     cluster.set_fault("broker-a", FaultSpec(blackhole=True))
     hung = Message("Two", b"x")
     async with make_producer(cluster) as p:
-        results = [await p.send(hung, timeout=400) for _ in range(4)]
+        results = [await p.send(hung, timeout_ms=400) for _ in range(4)]
     retried = [r for r in results if len(r.attempts) == 2]
     assert retried, "round-robin must put some first attempts on broker-a"
     for r in retried:
@@ -191,7 +191,7 @@ async def test_s3_java_4_9_lets_the_hung_broker_take_the_whole_budget(
     async with make_producer(cluster, retry_policy=RetryPolicy.java_4_9()) as p:
         for _ in range(4):
             try:
-                outcomes.append(await p.send(hung, timeout=300))
+                outcomes.append(await p.send(hung, timeout_ms=300))
             except SendTimeout as exc:
                 outcomes.append(exc)
     timeouts = [o for o in outcomes if isinstance(o, SendTimeout)]
@@ -264,7 +264,7 @@ async def test_s8_cancelled_attempt_is_not_reported_as_a_fault(cluster: DevClust
     cluster.set_fault("broker-c", FaultSpec(blackhole=True))
     async with make_producer(cluster, routing="classic_4_9") as p:
         with anyio.move_on_after(0.2):
-            await p.send(msg(), timeout=5000)
+            await p.send(msg(), timeout_ms=5000)
         now = int(anyio.current_time() * 1000)
         assert all(p.router.is_available(b, now) for b in BROKERS)
 
@@ -292,6 +292,6 @@ async def test_s11_unknown_fate_is_not_retried_when_asked(cluster: DevClusterThr
     policy = RetryPolicy(retry_unknown_fate=False)
     async with make_producer(cluster, retry_policy=policy) as p:
         with pytest.raises(RequestTimeout) as info:
-            await p.send(msg(), timeout=600)
+            await p.send(msg(), timeout_ms=600)
     assert len(info.value.attempts) == 1
     assert info.value.fate is Fate.UNKNOWN

@@ -1,0 +1,47 @@
+"""Which event loop library runs us, decided once per producer (or cluster) start.
+
+Everything that differs between asyncio (uvloop included) and trio hangs off the
+:class:`Runtime` returned here: the connection backend, the loop's clock, and how
+background sends are spawned. Nothing else asks sniffio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+import sniffio
+
+from producer._remoting.command import OpaqueAllocator
+from producer._transport.anyio_backend import AnyioConnector
+from producer._transport.asyncio_backend import AsyncioConnector
+from producer._transport.base import Connector
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """The running loop's library and the pieces chosen for it."""
+
+    library: str  # sniffio's name: "asyncio" or "trio"
+    loop_time: Callable[[], float]  # seconds on the loop's monotonic clock
+
+    @property
+    def is_asyncio(self) -> bool:
+        """asyncio (or uvloop): the ``asyncio.Protocol`` backend and native tasks apply."""
+        return self.library == "asyncio"
+
+    def connector(self, *, opaques: OpaqueAllocator | None = None) -> Connector:
+        if self.is_asyncio:
+            return AsyncioConnector(opaques=opaques)
+        return AnyioConnector(opaques=opaques)
+
+
+def current_runtime() -> Runtime:
+    """The runtime of the loop this is called from (call it inside the loop)."""
+    library = sniffio.current_async_library()
+    if library == "asyncio":
+        # the loop's own time function: anyio.current_time costs a lookup per reading
+        return Runtime(library, asyncio.get_running_loop().time)
+    return Runtime(library, anyio.current_time)
