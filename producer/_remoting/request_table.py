@@ -2,8 +2,10 @@
 
 It holds, keyed by opaque, every request awaiting its response and every oneway frame
 not yet written; the queue of frames not yet handed to the socket; and a min-heap of
-deadlines for the connection's single sweeper. A backend feeds it bytes and ``now`` and
-carries out what it returns (frames to write, the next deadline to wake at).
+deadlines for the connection's single sweeper. Requests the peer starts (a broker's
+NOTIFY_CONSUMER_IDS_CHANGED or CHECK_TRANSACTION_STATE) go to a :data:`RequestHandler`;
+its answer, if the request wants one, is queued like any frame. A backend feeds it bytes
+and ``now`` and carries out what it returns (frames to write, the next deadline to wake at).
 
 Why a heap with lazy deletion rather than a periodic scan: the producer checks its send
 budget to ~50 ms, so expiries must fire within a millisecond or two of their deadline.
@@ -18,9 +20,10 @@ from __future__ import annotations
 import enum
 import heapq
 import math
+from collections.abc import Callable
 from typing import Protocol
 
-from producer._remoting.codes import FLAG_ONEWAY
+from producer._remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode, ResponseCode
 from producer._remoting.command import OpaqueAllocator, RemotingCommand
 from producer._remoting.frame import FrameDecoder, encode_frame
 from producer.errors import ConnectionLostError, Fate, RequestTimeout
@@ -45,6 +48,19 @@ class Waiter(Protocol):
     def set_exception(self, exception: BaseException, /) -> None: ...
 
 
+#: Serves a request the peer started: ``handler(address, request)`` returns the response
+#: (its opaque and flags are set here), or ``None`` to send nothing. It must not block.
+RequestHandler = Callable[[str, RemotingCommand], "RemotingCommand | None"]
+
+
+def not_supported(address: str, request: RemotingCommand) -> RemotingCommand:
+    """What Java's remoting answers when no processor is registered for a request code."""
+    return RemotingCommand(
+        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+        remark=f" request type {request.code} not supported",
+    )
+
+
 class ConnectionStats:
     """Counters of one connection (for tests, metrics and ``repr``)."""
 
@@ -52,7 +68,7 @@ class ConnectionStats:
         "dropped_responses",
         "flushes",
         "frames_written",
-        "ignored_requests",
+        "peer_requests",
         "responses",
         "timeouts",
     )
@@ -62,7 +78,7 @@ class ConnectionStats:
         self.frames_written = 0
         self.responses = 0  # matched to a waiting request
         self.dropped_responses = 0  # no request waits for that opaque (late, unknown)
-        self.ignored_requests = 0  # requests initiated by the peer; we serve none
+        self.peer_requests = 0  # requests the peer started (served by the handler)
         self.timeouts = 0
 
     def __repr__(self) -> str:
@@ -96,17 +112,23 @@ class InFlight:
 
     __slots__ = (
         "_decoder",
+        "_handler",
         "_heap",
         "_opaques",
         "_pending",
         "_queue",
+        "_replies",
         "address",
         "closed",
         "stats",
     )
 
-    def __init__(self, address: str, opaques: OpaqueAllocator) -> None:
+    def __init__(
+        self, address: str, opaques: OpaqueAllocator, handler: RequestHandler = not_supported
+    ) -> None:
         self.address = address
+        self._handler = handler
+        self._replies: list[bytes] = []  # answers to the peer's requests, not yet written
         self.stats = ConnectionStats()
         self.closed: ConnectionLostError | None = None  # set once: why the connection ended
         self._opaques = opaques
@@ -131,7 +153,7 @@ class InFlight:
     @property
     def queued(self) -> int:
         """Frames waiting for the writer (including ones cancelled since)."""
-        return len(self._queue)
+        return len(self._queue) + len(self._replies)
 
     # -- requests in ---------------------------------------------------------------------
 
@@ -188,7 +210,7 @@ class InFlight:
 
         Call :meth:`confirm_oneways` with the second list once the write went through.
         """
-        frames: list[bytes] = []
+        frames, self._replies = self._replies, []
         oneways: list[Entry] = []
         for entry in self._queue:
             if entry.state is EntryState.QUEUED:
@@ -212,15 +234,33 @@ class InFlight:
 
     # -- the reader ----------------------------------------------------------------------
 
-    def data_received(self, data: bytes | bytearray | memoryview) -> None:
-        """Decode and dispatch; raises :class:`RemoteProtocolError` on bad bytes."""
+    def data_received(self, data: bytes | bytearray | memoryview) -> bool:
+        """Decode and dispatch; ``True`` when answers to the peer were queued (flush them).
+
+        Raises :class:`RemoteProtocolError` on bad bytes.
+        """
+        replied = False
         for command in self._decoder.feed(data):
             if command.is_response:
                 self._complete(command)
             else:
-                # e.g. CHECK_TRANSACTION_STATE or NOTIFY_*: a producer without
-                # transactions has nothing to say, and Java ignores what it cannot serve.
-                self.stats.ignored_requests += 1
+                replied |= self._serve(command)
+        return replied
+
+    def _serve(self, request: RemotingCommand) -> bool:
+        self.stats.peer_requests += 1
+        try:
+            response = self._handler(self.address, request)
+        except Exception as exc:  # a handler bug must not kill the connection
+            response = RemotingCommand(ResponseCode.SYSTEM_ERROR, remark=repr(exc))
+        if response is None or request.is_oneway or self.closed is not None:
+            return False
+        response.opaque = request.opaque
+        response.flag |= FLAG_RESPONSE
+        response.language = LanguageCode.PYTHON
+        response.serialize_type = request.serialize_type
+        self._replies.append(encode_frame(response))
+        return True
 
     def _complete(self, response: RemotingCommand) -> None:
         entry = self._pending.get(response.opaque)
@@ -289,7 +329,7 @@ class InFlight:
         self.closed = ConnectionLostError(reason, written=False)
         self.closed.__cause__ = cause
         pending, self._pending = self._pending, {}
-        self._queue, self._heap = [], []
+        self._queue, self._heap, self._replies = [], [], []
         for entry in pending.values():
             written = entry.is_written
             detail = "request written, fate unknown" if written else "request never written"

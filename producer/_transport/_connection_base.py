@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from producer._remoting.command import OpaqueAllocator
-from producer._remoting.request_table import ConnectionStats, InFlight
+from producer._remoting.request_table import ConnectionStats, InFlight, RequestHandler
 from producer._transport.base import CloseCallback
 
 _log = logging.getLogger("producer.transport")
@@ -14,9 +14,9 @@ _log = logging.getLogger("producer.transport")
 class InFlightConnection:
     """The read-only half of :class:`~producer._transport.base.Connection`, over InFlight."""
 
-    def __init__(self, address: str, opaques: OpaqueAllocator) -> None:
+    def __init__(self, address: str, opaques: OpaqueAllocator, handler: RequestHandler) -> None:
         self._address = address
-        self._inflight = InFlight(address, opaques)
+        self._inflight = InFlight(address, opaques, handler)
         self._close_callbacks: list[CloseCallback] = []
 
     @property

@@ -29,6 +29,7 @@ import anyio.abc
 from anyio.abc import SocketAttribute
 
 from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.request_table import RequestHandler, not_supported
 from producer._transport._connection_base import InFlightConnection
 from producer._transport.base import parse_address, process_opaques
 from producer.errors import ConnectError, LocalProtocolError, RemoteProtocolError
@@ -73,9 +74,13 @@ class AnyioConnection(InFlightConnection):
     """A multiplexed connection over an anyio byte stream; made by :class:`AnyioConnector`."""
 
     def __init__(
-        self, stream: anyio.abc.SocketStream, address: str, opaques: OpaqueAllocator
+        self,
+        stream: anyio.abc.SocketStream,
+        address: str,
+        opaques: OpaqueAllocator,
+        handler: RequestHandler,
     ) -> None:
-        super().__init__(address, opaques)
+        super().__init__(address, opaques, handler)
         self._stream = stream
         self._wake_writer = anyio.Event()
         self._wake_sweeper = anyio.Event()
@@ -132,7 +137,8 @@ class AnyioConnection(InFlightConnection):
     async def _read_loop(self) -> None:
         try:
             while True:
-                self._inflight.data_received(await self._stream.receive())
+                if self._inflight.data_received(await self._stream.receive()):
+                    self._wake_writer.set()  # answers to the peer's requests
         except anyio.EndOfStream:
             self._shutdown(f"connection to {self._address} lost: closed by peer")
         except RemoteProtocolError as exc:
@@ -182,8 +188,11 @@ class AnyioConnection(InFlightConnection):
 class AnyioConnector:
     """Connects with ``anyio.connect_tcp``; owns the task group its connections run in."""
 
-    def __init__(self, *, opaques: OpaqueAllocator | None = None) -> None:
+    def __init__(
+        self, *, opaques: OpaqueAllocator | None = None, handler: RequestHandler = not_supported
+    ) -> None:
         self._opaques = process_opaques if opaques is None else opaques
+        self._handler = handler
         self._group: anyio.abc.TaskGroup | None = None
         self._connections: set[AnyioConnection] = set()
 
@@ -221,7 +230,7 @@ class AnyioConnector:
         with contextlib.suppress(OSError, anyio.TypedAttributeLookupError):
             sock = stream.extra(SocketAttribute.raw_socket)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = AnyioConnection(stream, address, self._opaques)
+        connection = AnyioConnection(stream, address, self._opaques, self._handler)
         try:
             await self._group.start(connection.run)
         except BaseException:

@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import cast
 
 from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.request_table import RequestHandler, not_supported
 from producer._transport._connection_base import InFlightConnection
 from producer._transport.base import (
     DEFAULT_CLOSE_TIMEOUT_MS,
@@ -47,8 +48,9 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         loop: asyncio.AbstractEventLoop,
         opaques: OpaqueAllocator,
         close_timeout_ms: float,
+        handler: RequestHandler,
     ) -> None:
-        super().__init__(address, opaques)
+        super().__init__(address, opaques, handler)
         self._loop = loop
         self._close_timeout_s = close_timeout_ms / 1000.0
         self._transport: asyncio.Transport | None = None
@@ -155,7 +157,8 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         if self.is_closed:
             return  # closing locally: nobody waits for these any more
         try:
-            self._inflight.data_received(data)
+            if self._inflight.data_received(data):
+                self._queued(math.inf)  # answers to the peer's requests
         except RemoteProtocolError as exc:
             self._shutdown(f"connection to {self._address} closed: protocol error: {exc}", exc)
             assert self._transport is not None
@@ -207,8 +210,10 @@ class AsyncioConnector:
         *,
         opaques: OpaqueAllocator | None = None,
         close_timeout_ms: float = DEFAULT_CLOSE_TIMEOUT_MS,
+        handler: RequestHandler = not_supported,
     ) -> None:
         self._opaques = process_opaques if opaques is None else opaques
+        self._handler = handler
         self._close_timeout_ms = close_timeout_ms
         self._connections: set[AsyncioConnection] = set()
         self._entered = False
@@ -234,7 +239,9 @@ class AsyncioConnector:
         loop = asyncio.get_running_loop()
 
         def factory() -> AsyncioConnection:
-            return AsyncioConnection(address, loop, self._opaques, self._close_timeout_ms)
+            return AsyncioConnection(
+                address, loop, self._opaques, self._close_timeout_ms, self._handler
+            )
 
         try:
             _, connection = await asyncio.wait_for(

@@ -15,6 +15,7 @@ import anyio
 import sniffio
 
 from producer._remoting.command import OpaqueAllocator
+from producer._remoting.request_table import RequestHandler, not_supported
 from producer._transport.anyio_backend import AnyioConnector
 from producer._transport.asyncio_backend import AsyncioConnector
 from producer._transport.base import Connector
@@ -32,10 +33,13 @@ class Runtime:
         """asyncio (or uvloop): the ``asyncio.Protocol`` backend and native tasks apply."""
         return self.library == "asyncio"
 
-    def connector(self, *, opaques: OpaqueAllocator | None = None) -> Connector:
+    def connector(
+        self, *, opaques: OpaqueAllocator | None = None, handler: RequestHandler = not_supported
+    ) -> Connector:
+        """The backend for this loop; ``handler`` serves requests the peer starts."""
         if self.is_asyncio:
-            return AsyncioConnector(opaques=opaques)
-        return AnyioConnector(opaques=opaques)
+            return AsyncioConnector(opaques=opaques, handler=handler)
+        return AnyioConnector(opaques=opaques, handler=handler)
 
 
 def current_runtime() -> Runtime:

@@ -51,6 +51,7 @@ class FakeBroker:
         self.push_first: RemotingCommand | None = None
         self.stall_reading = False
         self.requests: list[RemotingCommand] = []
+        self.client_answers: list[RemotingCommand] = []  # answers to push_first requests
         self.answered: list[int] = []  # opaques of held requests, in the order answered
         self.chunks = 0  # receive() calls that returned data
         self.connections = 0
@@ -123,7 +124,9 @@ class FakeBroker:
 
     async def _on_request(self, stream: anyio.abc.ByteStream, request: RemotingCommand) -> bool:
         """Handle one request; False when this connection is to end."""
-        assert not request.flag & FLAG_RESPONSE
+        if request.flag & FLAG_RESPONSE:
+            self.client_answers.append(request)
+            return True
         self.requests.append(request)
         progress, self._progress = self._progress, anyio.Event()
         progress.set()

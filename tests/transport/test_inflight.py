@@ -80,10 +80,38 @@ def test_response_resolves_only_a_written_request() -> None:
     assert inflight.stats.dropped_responses == 3 and inflight.stats.responses == 1
 
 
-def test_requests_from_the_peer_are_ignored() -> None:
+def test_a_peer_request_without_a_handler_is_answered_not_supported() -> None:
     inflight = table()
-    inflight.data_received(encode_frame(RemotingCommand(39, opaque=5)))
-    assert inflight.stats.ignored_requests == 1 and len(inflight) == 0
+    assert inflight.data_received(encode_frame(RemotingCommand(39, opaque=5))) is True
+    frames, _ = inflight.take_frames()
+    (answer,) = FrameDecoder().feed(b"".join(frames))
+    assert (answer.opaque, answer.code, answer.is_response) == (5, 3, True)
+    assert inflight.stats.peer_requests == 1 and len(inflight) == 0
+
+
+def test_a_oneway_peer_request_reaches_the_handler_and_gets_no_answer() -> None:
+    seen: list[int] = []
+
+    def handler(address: str, request: RemotingCommand) -> RemotingCommand:
+        seen.append(request.code)
+        return RemotingCommand(0)
+
+    inflight = InFlight("broker:10911", OpaqueAllocator(1), handler)
+    pushed = RemotingCommand(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, opaque=9, flag=0b10)
+    assert inflight.data_received(encode_frame(pushed)) is False
+    assert seen == [RequestCode.NOTIFY_CONSUMER_IDS_CHANGED]
+    assert inflight.take_frames() == ([], [])
+
+
+def test_a_failing_handler_answers_system_error_and_keeps_the_connection() -> None:
+    def handler(address: str, request: RemotingCommand) -> RemotingCommand:
+        raise ValueError("bug")
+
+    inflight = InFlight("broker:10911", OpaqueAllocator(1), handler)
+    assert inflight.data_received(encode_frame(RemotingCommand(39, opaque=4))) is True
+    (answer,) = FrameDecoder().feed(b"".join(inflight.take_frames()[0]))
+    assert (answer.opaque, answer.code, answer.remark) == (4, 1, "ValueError('bug')")
+    assert inflight.closed is None
 
 
 def test_bad_bytes_raise_remote_protocol_error() -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import anyio
 import pytest
 import sniffio
 
-from producer._remoting.codes import RequestCode
+from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._transport import (
     AnyioConnector,
@@ -18,11 +19,12 @@ from producer._transport import (
 )
 from producer.errors import ConnectionLostError
 
-from .fake_broker import FakeBroker
+from .fake_broker import FakeBroker, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_stray_tasks")]
 
-CHECK_TRANSACTION_STATE = 39
+CHECK_TRANSACTION_STATE = RequestCode.CHECK_TRANSACTION_STATE
+NOTIFY_CONSUMER_IDS_CHANGED = RequestCode.NOTIFY_CONSUMER_IDS_CHANGED
 
 
 def request(echo: str, **kwargs: object) -> RemotingCommand:
@@ -133,16 +135,40 @@ async def test_oneway_on_a_closed_connection_raises(
     assert info.value.written is False
 
 
-async def test_requests_from_the_server_are_counted_and_ignored(
+async def test_requests_from_the_server_are_answered_as_java_does_without_a_processor(
     broker: FakeBroker, connector: Connector
 ) -> None:
     broker.push_first = RemotingCommand(CHECK_TRANSACTION_STATE, opaque=77)
     connection = await connector.connect(broker.address, 2000)
     assert (await connection.request(request("x"), 5000)).field("echo") == "x"
     assert (await connection.request(request("y"), 5000)).field("echo") == "y"
-    assert connection.stats.ignored_requests == 2
+    await wait_until(lambda: len(broker.client_answers) == 2)
+    assert connection.stats.peer_requests == 2
     assert connection.stats.dropped_responses == 0
-    assert len(broker.requests) == 2  # we answered nothing
+    assert len(broker.requests) == 2  # the answers are not requests
+    for answer in broker.client_answers:
+        assert (answer.opaque, answer.code) == (77, ResponseCode.REQUEST_CODE_NOT_SUPPORTED)
+        assert answer.remark == f" request type {CHECK_TRANSACTION_STATE} not supported"
+
+
+async def test_a_handler_serves_the_requests_the_peer_starts(
+    broker: FakeBroker, make_connector: Callable[[], Connector]
+) -> None:
+    seen: list[tuple[str, int]] = []
+
+    def handler(address: str, pushed: RemotingCommand) -> RemotingCommand:
+        seen.append((address, pushed.code))
+        return RemotingCommand(ResponseCode.SUCCESS, ext_fields={"served": "yes"})
+
+    broker.push_first = RemotingCommand(NOTIFY_CONSUMER_IDS_CHANGED, opaque=5)
+    backend_class = type(make_connector())  # this backend, built with a handler
+    async with backend_class(handler=handler) as connector:  # type: ignore[call-arg]
+        connection = await connector.connect(broker.address, 2000)
+        assert (await connection.request(request("x"), 5000)).field("echo") == "x"
+        await wait_until(lambda: len(broker.client_answers) == 1)
+    assert seen == [(broker.address, NOTIFY_CONSUMER_IDS_CHANGED)]
+    (answer,) = broker.client_answers
+    assert (answer.opaque, answer.code, answer.field("served")) == (5, 0, "yes")
 
 
 async def test_close_callback_runs_once(broker: FakeBroker, connector: Connector) -> None:
