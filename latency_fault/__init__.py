@@ -50,9 +50,16 @@ Queues
     The adaptive router's knobs are `AdaptiveConfig`; build `AdaptiveRouter(rng,
     AdaptiveConfig(...))` directly to change them.
 
-``choose_queue(router, snapshot, *, last_broker, now_ms, selected=None) -> Q``
-    Keyed and ordered sends (rule F5): pass the selector's queue as `selected` and it is
-    returned unchanged; the router is not consulted. Recording their outcomes is fine.
+``choose_queue(router, snapshot, *, last_broker, now_ms, order_key=None) -> Q``
+    The one call the producer makes per attempt. Without `order_key` it asks the router.
+    With one (a keyed or ordered send, rule F5) it returns the queue Java's
+    `SelectMessageQueueByHash` picks, `abs(java_string_hash(key)) % n` over the snapshot's
+    queues in route order, so Python and Java producers put a key on the same queue; that
+    choice is final (never steered, even onto a banned broker) and touches neither the
+    router nor the round-robin index. Recording its outcome is fine.
+
+``java_string_hash(text) -> int``
+    Java's `String.hashCode()` (UTF-16 code units, signed 32-bit).
 
 `latency_fault.simulation` replays latency/error traces through any router on a virtual
 clock; see its docstring.
@@ -63,6 +70,7 @@ from __future__ import annotations
 from ._adaptive import AdaptiveRouter
 from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._health import AdaptiveConfig, BrokerHealth, BrokerState
+from ._keyed import java_string_hash
 from ._policy import JAVA_4_9, JAVA_5, FaultPolicy, WindowRule
 from ._router import ROUTER_NAMES, Router, choose_queue, make_router
 from ._snapshot import EmptySnapshotError, PublishSnapshot, QueueLike, RoundRobinIndex
@@ -76,6 +84,7 @@ __all__ = [
     "QueueLike",
     "Router",
     "choose_queue",
+    "java_string_hash",
     "make_router",
     # the strategies
     "AdaptiveRouter",

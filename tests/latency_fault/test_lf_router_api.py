@@ -1,4 +1,4 @@
-"""The producer-facing surface: snapshot, factory, Router protocol, keyed sends (F5)."""
+"""The producer-facing surface: snapshot, factory, Router protocol (keyed sends: test_lf_keyed)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from latency_fault import (
     OffRouter,
     PublishSnapshot,
     Router,
-    choose_queue,
     make_router,
 )
 
@@ -100,31 +99,6 @@ def test_snapshot_index_starts_from_the_injected_rng() -> None:
     b = PublishSnapshot(queues({"a": 4}), random.Random(42))
     assert a.index.value == b.index.value
     assert 0 <= a.index.value <= 0x7FFF_FFFF
-
-
-def test_f5_a_selectors_queue_is_final_even_on_a_banned_broker() -> None:
-    router = make_router("adaptive", random.Random(0))
-    for _ in range(2):
-        router.record("a", 5, isolation=True, now_ms=0)
-    assert not router.is_available("a", 10)
-    snap = snapshot({"a": 2, "b": 2})
-    keyed = snap.queues[1]  # what the user's selector chose for this key
-    before_index, before_state = snap.index.value, repr(router)
-    for attempt in range(3):
-        last = None if attempt == 0 else "a"
-        got = choose_queue(router, snap, last_broker=last, now_ms=10, selected=keyed)
-        assert got is keyed
-    assert snap.index.value == before_index
-    assert repr(router) == before_state
-
-
-@pytest.mark.parametrize("name", ROUTER_NAMES)
-def test_f5_without_a_selector_choose_queue_asks_the_router(name: str) -> None:
-    router = make_router(name, random.Random(0))
-    snap = snapshot({"a": 2, "b": 2})
-    start = snap.index.value
-    got = choose_queue(router, snap, last_broker=None, now_ms=0)
-    assert got is snap.queues[(start + 1) % 4]
 
 
 FORBIDDEN_MODULES = {"asyncio", "anyio", "trio", "socket", "time", "threading", "selectors"}
