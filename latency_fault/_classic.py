@@ -187,16 +187,13 @@ class Classic49Router(_ClassicBase):
         once) and rewrites it to that broker with queue id `index.next() % writeQueueNums`;
         otherwise it drops the broker from the table and takes plain round-robin.
         """
-        broker = self._tracker.pick_one_at_least_4_9(now_ms)
+        broker = self._tracker.pick_one_at_least(now_ms)
         if broker is not None and snapshot.write_queue_nums(broker) > 0:
             snapshot.round_robin()
             return snapshot.broker_queue(broker, snapshot.index.next())
         if broker is not None:
             self._tracker.remove(broker)
         return snapshot.round_robin()
-
-    def pick_one_at_least(self, now_ms: int) -> str | None:
-        return self._tracker.pick_one_at_least_4_9(now_ms)
 
 
 class Classic5Router(_ClassicBase):
@@ -227,6 +224,3 @@ class Classic5Router(_ClassicBase):
                 lambda q: tracker.is_reachable(q.broker_name) and q.broker_name != last_broker
             )
         return queue if queue is not None else snapshot.round_robin()
-
-    def pick_one_at_least(self) -> str | None:
-        return self._tracker.pick_one_at_least_5()

@@ -2,7 +2,8 @@
 
 One `FaultItem` per broker that has ever been updated; a broker without one is available
 and reachable. Both Java versions share this table; they differ in how a window is
-updated (`WindowRule`) and in `pickOneAtLeast`.
+updated (`WindowRule`), and only 4.9 falls back to `pickOneAtLeast` (5.x's selection
+never calls its own, so it is not reproduced).
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ class FaultTracker:
 
     def __init__(self, rule: WindowRule, rng: random.Random) -> None:
         self._rule = rule
-        self._rng = rng
         self._items: dict[str, FaultItem] = {}
         # `whichItemWorst`: its own randomly started index, used by 4.9's pickOneAtLeast.
         self._which_item_worst = RoundRobinIndex(rng)
@@ -92,7 +92,7 @@ class FaultTracker:
             if not item.is_available(now_ms)
         }
 
-    def pick_one_at_least_4_9(self, now_ms: int) -> str | None:
+    def pick_one_at_least(self, now_ms: int) -> str | None:
         """4.9 `pickOneAtLeast`: sort every item; round-robin over the better half.
 
         With a single item, that item. Java sorts a `ConcurrentHashMap`'s elements, whose
@@ -105,16 +105,6 @@ class FaultTracker:
         if half <= 0:
             return ranked[0].name
         return ranked[self._which_item_worst.next() % half].name
-
-    def pick_one_at_least_5(self) -> str | None:
-        """5.x `pickOneAtLeast`: shuffle every item, return the first reachable one.
-
-        5.x `MQFaultStrategy` never calls it (its third tier is plain round-robin); kept
-        so the table is complete and pinned by a test.
-        """
-        items = list(self._items.values())
-        self._rng.shuffle(items)
-        return next((item.name for item in items if item.reachable), None)
 
     def __len__(self) -> int:
         return len(self._items)

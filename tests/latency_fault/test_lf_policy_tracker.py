@@ -135,7 +135,7 @@ def test_f1_4_9_pick_one_at_least_round_robins_over_the_better_half() -> None:
     t.update("fast_ok", 50, 0, reachable=True, now_ms=0)  # available, 50 ms
     t.update("banned_late", 5, 600_000, reachable=True, now_ms=10)  # banned, later start
     # compareTo: available first, then latency, then start: fast_ok, slow_ok | banned...
-    picks = [t.pick_one_at_least_4_9(now) for _ in range(6)]
+    picks = [t.pick_one_at_least(now) for _ in range(6)]
     assert set(picks) == {"fast_ok", "slow_ok"}
     assert all(a != b for a, b in itertools.pairwise(picks))  # whichItemWorst % half
 
@@ -146,26 +146,14 @@ def test_f1_4_9_pick_one_at_least_ties_on_latency_prefer_earlier_start() -> None
     t.update("early", 5, 30_000, reachable=True, now_ms=10)
     t.update("third", 900, 30_000, reachable=True, now_ms=0)
     # three items: half = 1, so always the first after sorting
-    assert {t.pick_one_at_least_4_9(100) for _ in range(5)} == {"early"}
+    assert {t.pick_one_at_least(100) for _ in range(5)} == {"early"}
 
 
 def test_f1_4_9_pick_one_at_least_single_item_and_empty() -> None:
     t = _tracker(WindowRule.OVERWRITE)
-    assert t.pick_one_at_least_4_9(0) is None
+    assert t.pick_one_at_least(0) is None
     t.update("only", 5, 30_000, reachable=True, now_ms=0)
-    assert t.pick_one_at_least_4_9(0) == "only"
-
-
-def test_f2_5_pick_one_at_least_shuffles_and_returns_a_reachable_item() -> None:
-    t = FaultTracker(WindowRule.EXTEND, random.Random(11))
-    t.update("down", 5, 10_000, reachable=False, now_ms=0)
-    t.update("x", 5, 10_000, reachable=True, now_ms=0)
-    t.update("y", 5, 10_000, reachable=True, now_ms=0)
-    picks = {t.pick_one_at_least_5() for _ in range(50)}
-    assert picks == {"x", "y"}
-    only_down = FaultTracker(WindowRule.EXTEND, random.Random(1))
-    only_down.update("down", 5, 10_000, reachable=False, now_ms=0)
-    assert only_down.pick_one_at_least_5() is None
+    assert t.pick_one_at_least(0) == "only"
 
 
 def test_remove_retain_and_banned_view() -> None:
