@@ -27,9 +27,11 @@ Queues
         The queue for the next attempt. `last_broker` is the broker of the previous
         attempt of the same send (None on the first). Raises `EmptySnapshotError` (a
         `LookupError`) when the snapshot has no queue.
-    ``record(broker, latency_ms, *, isolation, now_ms, reachable=True) -> None``
+    ``record(broker, latency_ms, *, isolation, now_ms, reachable=True) -> bool``
         After every attempt (rule S8): success -> ``isolation=False`` with its latency;
         transport, client or broker error -> ``isolation=True`` with the time it took.
+        Returns whether this outcome banned the broker: it was available and now is
+        not (a ban moved or extended while the broker is already banned is not new).
         On cancellation, record nothing. `reachable=False` reproduces 5.x's flag (Java
         5.x passes it for broker error codes); only ``classic_5`` reads it. Probe
         outcomes are recorded the same way.
@@ -43,9 +45,9 @@ Queues
     ``retain(broker_names)`` / ``forget(broker)``
         Drop the state of brokers that left every route (call `retain` with the union
         of all current routes after each refresh).
-    ``is_available(broker, now_ms) -> bool``, ``banned(now_ms) -> {broker: until_ms}``,
-    ``ban_count``: for telemetry. ``ban_count`` counts bans opened (adaptive) or
-    not-available windows opened or moved (classic). ``repr()`` shows the live state.
+    ``is_available(broker, now_ms) -> bool``, ``banned(now_ms) -> {broker: until_ms}``:
+    for telemetry. ``ban_count`` is how many `record` calls returned True (kept until
+    the producer reads `record`'s answer instead). ``repr()`` shows the live state.
 
     The adaptive router's knobs are `AdaptiveConfig`; build `AdaptiveRouter(rng,
     AdaptiveConfig(...))` directly to change them.

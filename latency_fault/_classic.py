@@ -55,8 +55,8 @@ class OffRouter:
         isolation: bool,
         now_ms: int,
         reachable: bool = True,
-    ) -> None:
-        return None
+    ) -> bool:
+        return False
 
     def on_dispatch(self, broker: str, now_ms: int) -> None:
         return None  # the Java strategies learn from answers only
@@ -115,12 +115,16 @@ class _ClassicBase:
         isolation: bool,
         now_ms: int,
         reachable: bool = True,
-    ) -> None:
-        """`MQFaultStrategy.updateFaultItem(broker, latency, isolation[, reachable])`."""
+    ) -> bool:
+        """`MQFaultStrategy.updateFaultItem(broker, latency, isolation[, reachable])`.
+        Returns whether it banned the broker (it was available, and now is not)."""
         self._last_now = max(self._last_now, now_ms)
         duration = self._policy.ban_duration(latency_ms, isolation=isolation)
-        if self._tracker.update(broker, latency_ms, duration, reachable=reachable, now_ms=now_ms):
-            self._bans += 1
+        banned = self._tracker.update(
+            broker, latency_ms, duration, reachable=reachable, now_ms=now_ms
+        )
+        self._bans += banned
+        return banned
 
     def on_dispatch(self, broker: str, now_ms: int) -> None:
         return None  # the Java strategies learn from answers only
@@ -149,7 +153,7 @@ class _ClassicBase:
 
     @property
     def ban_count(self) -> int:
-        """Updates that opened or moved a not-available window."""
+        """How many `record` calls returned True."""
         return self._bans
 
     def __repr__(self) -> str:

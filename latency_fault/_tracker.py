@@ -52,18 +52,18 @@ class FaultTracker:
     def update(
         self, name: str, latency_ms: int, duration_ms: int, *, reachable: bool, now_ms: int
     ) -> bool:
-        """`updateFaultItem`; returns whether this update opened or moved a ban window."""
+        """`updateFaultItem`; returns whether it banned a broker that was available (a
+        window moved while the broker is already banned is not a new ban)."""
         item = self._items.setdefault(name, FaultItem(name))
+        was_available = item.is_available(now_ms)
         item.current_latency = latency_ms
         item.reachable = reachable
         until = now_ms + duration_ms
-        if self._rule is WindowRule.OVERWRITE:
+        # 4.9 sets the window on every update; 5.x only ever moves it later.
+        extends = duration_ms > 0 and until > item.start_timestamp
+        if self._rule is WindowRule.OVERWRITE or extends:
             item.start_timestamp = until
-            return duration_ms > 0
-        if duration_ms > 0 and until > item.start_timestamp:
-            item.start_timestamp = until
-            return True
-        return False
+        return was_available and not item.is_available(now_ms)
 
     def item(self, name: str) -> FaultItem | None:
         return self._items.get(name)

@@ -96,6 +96,10 @@ def test_f1_4_9_update_fault_item_overwrites_window_even_shortening_it() -> None
     # A fast answer during the ban sets startTimestamp = now + 0: the ban is lifted.
     assert not t.update("b", 10, 0, reachable=True, now_ms=1000)
     assert t.is_available("b", 1000)
+    assert t.update("b", 10, 600_000, reachable=True, now_ms=2000)  # banned anew
+    # a window rewritten while b is banned is not a new ban
+    assert not t.update("b", 10, 600_000, reachable=True, now_ms=3000)
+    assert not t.is_available("b", 602_999)
 
 
 def test_f2_5_update_not_available_duration_only_extends() -> None:
@@ -104,11 +108,13 @@ def test_f2_5_update_not_available_duration_only_extends() -> None:
     assert not t.update("b", 600, 2000, reachable=True, now_ms=1000)  # 3000 < 5000
     assert not t.update("b", 10, 0, reachable=True, now_ms=2000)  # d = 0: untouched
     assert not t.is_available("b", 4999)
-    assert t.update("b", 3000, 6000, reachable=True, now_ms=4000)
+    # extended to 10 s, but b was banned already: not a new ban
+    assert not t.update("b", 3000, 6000, reachable=True, now_ms=4000)
     item = t.item("b")
     assert item is not None
     assert item.start_timestamp == 10_000
     assert item.current_latency == 3000
+    assert t.update("b", 600, 2000, reachable=True, now_ms=10_000)  # over, banned again
 
 
 def test_f2_5_new_item_with_zero_duration_is_available_at_once() -> None:

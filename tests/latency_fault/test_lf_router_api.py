@@ -101,6 +101,47 @@ def test_snapshot_index_starts_from_the_injected_rng() -> None:
     assert 0 <= a.index.value <= 0x7FFF_FFFF
 
 
+# -- record() answers whether it banned the broker ------------------------------------------
+
+
+def test_off_record_never_bans() -> None:
+    router = OffRouter()
+    assert router.record("a", 20_000, isolation=True, now_ms=0) is False
+    assert router.record("a", 20_000, isolation=True, now_ms=1) is False
+
+
+def test_classic_4_9_record_says_when_it_bans() -> None:
+    router = Classic49Router(random.Random(1))
+    assert router.record("a", 20, isolation=False, now_ms=0) is False  # fast: no window
+    assert router.record("a", 600, isolation=False, now_ms=0) is True  # 550 ms+: 30 s
+    assert router.record("a", 5, isolation=True, now_ms=100) is False  # rewritten, not new
+    assert router.record("a", 20, isolation=False, now_ms=200) is False  # lifts the ban
+    assert router.is_available("a", 200)
+    assert router.record("a", 5, isolation=True, now_ms=300) is True
+    assert router.ban_count == 2
+
+
+def test_classic_5_record_says_when_it_bans() -> None:
+    router = Classic5Router(random.Random(1))
+    assert router.record("a", 5, isolation=True, now_ms=0) is True  # 10 s
+    assert router.record("a", 5, isolation=True, now_ms=1000) is False  # extended to 11 s
+    assert router.record("a", 20, isolation=False, now_ms=2000) is False  # does not lift it
+    assert not router.is_available("a", 2000)
+    assert router.record("a", 600, isolation=False, now_ms=11_000) is True  # over; 2 s
+    assert router.ban_count == 2
+
+
+def test_adaptive_record_says_when_it_bans() -> None:
+    router = AdaptiveRouter(random.Random(1))
+    assert router.record("a", 5, isolation=True, now_ms=0) is False  # one error: no ban
+    assert router.record("a", 5, isolation=True, now_ms=10) is True  # two in a row
+    assert router.record("a", 5, isolation=True, now_ms=20) is False  # a straggler
+    assert router.record("a", 5, isolation=False, now_ms=30) is False  # probe: half-open
+    assert router.is_available("a", 30)
+    assert router.record("a", 5, isolation=True, now_ms=40) is True  # the trial failed
+    assert router.ban_count == 2
+
+
 FORBIDDEN_MODULES = {"asyncio", "anyio", "trio", "socket", "time", "threading", "selectors"}
 
 
