@@ -63,8 +63,8 @@ Queues
 ``java_string_hash(text) -> int``
     Java's `String.hashCode()` (UTF-16 code units, signed 32-bit).
 
-`latency_fault.simulation` replays latency/error traces through any router on a virtual
-clock; see its docstring.
+The seeded simulation that replays latency/error traces through any router on a virtual
+clock lives outside the package, in the source tree's `benchmarks/routing_sim.py`.
 """
 
 from __future__ import annotations
