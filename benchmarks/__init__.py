@@ -8,5 +8,9 @@ Each is a module run as ``python -m benchmarks.<name>``; each has ``--help``, a
 * ``faults``     - send latency and success per routing strategy under broker faults.
 * ``memory``     - RSS, tracemalloc, tasks and connections over a million sends.
 
+``python -m benchmarks.routing_sim [SEED]`` is different: a pure, seeded simulation that
+replays broker traces through each router on a virtual clock (no cluster, no sockets)
+and prints one table; the latency_fault tests pin its figures.
+
 Figures are ratios measured within one run: the machines these run on are shared.
 """

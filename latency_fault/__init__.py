@@ -27,9 +27,11 @@ Queues
         The queue for the next attempt. `last_broker` is the broker of the previous
         attempt of the same send (None on the first). Raises `EmptySnapshotError` (a
         `LookupError`) when the snapshot has no queue.
-    ``record(broker, latency_ms, *, isolation, now_ms, reachable=True) -> None``
+    ``record(broker, latency_ms, *, isolation, now_ms, reachable=True) -> bool``
         After every attempt (rule S8): success -> ``isolation=False`` with its latency;
         transport, client or broker error -> ``isolation=True`` with the time it took.
+        Returns whether this outcome banned the broker: it was available and now is
+        not (a ban moved or extended while the broker is already banned is not new).
         On cancellation, record nothing. `reachable=False` reproduces 5.x's flag (Java
         5.x passes it for broker error codes); only ``classic_5`` reads it. Probe
         outcomes are recorded the same way.
@@ -43,19 +45,26 @@ Queues
     ``retain(broker_names)`` / ``forget(broker)``
         Drop the state of brokers that left every route (call `retain` with the union
         of all current routes after each refresh).
-    ``is_available(broker, now_ms) -> bool``, ``banned(now_ms) -> {broker: until_ms}``,
-    ``ban_count``: for telemetry. ``ban_count`` counts bans opened (adaptive) or
-    not-available windows opened or moved (classic). ``repr()`` shows the live state.
+    ``is_available(broker, now_ms) -> bool``, ``banned(now_ms) -> {broker: until_ms}``:
+    for telemetry. ``ban_count`` is how many `record` calls returned True (kept until
+    the producer reads `record`'s answer instead). ``repr()`` shows the live state.
 
     The adaptive router's knobs are `AdaptiveConfig`; build `AdaptiveRouter(rng,
     AdaptiveConfig(...))` directly to change them.
 
-``choose_queue(router, snapshot, *, last_broker, now_ms, selected=None) -> Q``
-    Keyed and ordered sends (rule F5): pass the selector's queue as `selected` and it is
-    returned unchanged; the router is not consulted. Recording their outcomes is fine.
+``choose_queue(router, snapshot, *, last_broker, now_ms, order_key=None) -> Q``
+    The one call the producer makes per attempt. Without `order_key` it asks the router.
+    With one (a keyed or ordered send, rule F5) it returns the queue Java's
+    `SelectMessageQueueByHash` picks, `abs(java_string_hash(key)) % n` over the snapshot's
+    queues in route order, so Python and Java producers put a key on the same queue; that
+    choice is final (never steered, even onto a banned broker) and touches neither the
+    router nor the round-robin index. Recording its outcome is fine.
 
-`latency_fault.simulation` replays latency/error traces through any router on a virtual
-clock; see its docstring.
+``java_string_hash(text) -> int``
+    Java's `String.hashCode()` (UTF-16 code units, signed 32-bit).
+
+The seeded simulation that replays latency/error traces through any router on a virtual
+clock lives outside the package, in the source tree's `benchmarks/routing_sim.py`.
 """
 
 from __future__ import annotations
@@ -63,6 +72,7 @@ from __future__ import annotations
 from ._adaptive import AdaptiveRouter
 from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._health import AdaptiveConfig, BrokerHealth, BrokerState
+from ._keyed import java_string_hash
 from ._policy import JAVA_4_9, JAVA_5, FaultPolicy, WindowRule
 from ._router import ROUTER_NAMES, Router, choose_queue, make_router
 from ._snapshot import EmptySnapshotError, PublishSnapshot, QueueLike, RoundRobinIndex
@@ -76,6 +86,7 @@ __all__ = [
     "QueueLike",
     "Router",
     "choose_queue",
+    "java_string_hash",
     "make_router",
     # the strategies
     "AdaptiveRouter",

@@ -164,17 +164,21 @@ class AdaptiveRouter:
         isolation: bool,
         now_ms: int,
         reachable: bool = True,
-    ) -> None:
-        """Feed one outcome (a send or a probe). `reachable` is 5.x's flag: ignored."""
+    ) -> bool:
+        """Feed one outcome (a send or a probe); returns whether it banned the broker.
+        `reachable` is 5.x's flag: ignored."""
         self._last_now = max(self._last_now, now_ms)
         health = self._health_of(broker)
         was_tripped = health.tripped
+        banned = False
         if not isolation:
             health.on_success(latency_ms, now_ms, self._config)
-        elif health.on_failure(now_ms, self._config):
-            self._bans += 1
+        else:
+            banned = health.on_failure(now_ms, self._config)
+        self._bans += banned
         if health.tripped or was_tripped:
             self._cache_key = None  # bans and readmissions take effect at once
+        return banned
 
     def due_probes(self, now_ms: int) -> list[str]:
         """Brokers to probe now. Each is returned at most once per probe interval: the

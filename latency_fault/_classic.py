@@ -55,8 +55,8 @@ class OffRouter:
         isolation: bool,
         now_ms: int,
         reachable: bool = True,
-    ) -> None:
-        return None
+    ) -> bool:
+        return False
 
     def on_dispatch(self, broker: str, now_ms: int) -> None:
         return None  # the Java strategies learn from answers only
@@ -115,12 +115,16 @@ class _ClassicBase:
         isolation: bool,
         now_ms: int,
         reachable: bool = True,
-    ) -> None:
-        """`MQFaultStrategy.updateFaultItem(broker, latency, isolation[, reachable])`."""
+    ) -> bool:
+        """`MQFaultStrategy.updateFaultItem(broker, latency, isolation[, reachable])`.
+        Returns whether it banned the broker (it was available, and now is not)."""
         self._last_now = max(self._last_now, now_ms)
         duration = self._policy.ban_duration(latency_ms, isolation=isolation)
-        if self._tracker.update(broker, latency_ms, duration, reachable=reachable, now_ms=now_ms):
-            self._bans += 1
+        banned = self._tracker.update(
+            broker, latency_ms, duration, reachable=reachable, now_ms=now_ms
+        )
+        self._bans += banned
+        return banned
 
     def on_dispatch(self, broker: str, now_ms: int) -> None:
         return None  # the Java strategies learn from answers only
@@ -149,7 +153,7 @@ class _ClassicBase:
 
     @property
     def ban_count(self) -> int:
-        """Updates that opened or moved a not-available window."""
+        """How many `record` calls returned True."""
         return self._bans
 
     def __repr__(self) -> str:
@@ -187,16 +191,13 @@ class Classic49Router(_ClassicBase):
         once) and rewrites it to that broker with queue id `index.next() % writeQueueNums`;
         otherwise it drops the broker from the table and takes plain round-robin.
         """
-        broker = self._tracker.pick_one_at_least_4_9(now_ms)
+        broker = self._tracker.pick_one_at_least(now_ms)
         if broker is not None and snapshot.write_queue_nums(broker) > 0:
             snapshot.round_robin()
             return snapshot.broker_queue(broker, snapshot.index.next())
         if broker is not None:
             self._tracker.remove(broker)
         return snapshot.round_robin()
-
-    def pick_one_at_least(self, now_ms: int) -> str | None:
-        return self._tracker.pick_one_at_least_4_9(now_ms)
 
 
 class Classic5Router(_ClassicBase):
@@ -227,6 +228,3 @@ class Classic5Router(_ClassicBase):
                 lambda q: tracker.is_reachable(q.broker_name) and q.broker_name != last_broker
             )
         return queue if queue is not None else snapshot.round_robin()
-
-    def pick_one_at_least(self) -> str | None:
-        return self._tracker.pick_one_at_least_5()

@@ -1,4 +1,4 @@
-"""The producer-facing contract: the `Router` protocol, its factory, and keyed sends."""
+"""The producer-facing contract: the `Router` protocol, its factory, and `choose_queue`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Protocol
 
 from ._adaptive import AdaptiveRouter
 from ._classic import Classic5Router, Classic49Router, OffRouter
+from ._keyed import keyed_queue
 from ._snapshot import PublishSnapshot, Q
 
 __all__ = ["ROUTER_NAMES", "Router", "choose_queue", "make_router"]
@@ -31,7 +32,7 @@ class Router(Protocol):
         isolation: bool,
         now_ms: int,
         reachable: bool = True,
-    ) -> None: ...
+    ) -> bool: ...
 
     def on_dispatch(self, broker: str, now_ms: int) -> None: ...
 
@@ -78,11 +79,16 @@ def choose_queue(
     *,
     last_broker: str | None,
     now_ms: int,
-    selected: Q | None = None,
+    order_key: str | None = None,
 ) -> Q:
-    """The queue for one attempt. A queue chosen by the user's selector (a keyed or
-    ordered send) is final (rule F5): it is returned as is, even if its broker is banned,
-    and neither the router nor the snapshot's index is touched."""
-    if selected is not None:
-        return selected
+    """The queue for one attempt of a send.
+
+    With an `order_key` (a keyed or ordered send) it is the queue Java's
+    `SelectMessageQueueByHash` picks: `abs(java_string_hash(key)) % n` over the snapshot's
+    queues in route order. That choice is final (rule F5): returned even if its broker is
+    banned or was the last one, and neither the router nor the snapshot's round-robin
+    index is touched. Otherwise the router chooses. An empty snapshot raises
+    `EmptySnapshotError` either way."""
+    if order_key is not None:
+        return keyed_queue(snapshot, order_key)
     return router.select_queue(snapshot, last_broker, now_ms)

@@ -2,7 +2,8 @@
 
 One `FaultItem` per broker that has ever been updated; a broker without one is available
 and reachable. Both Java versions share this table; they differ in how a window is
-updated (`WindowRule`) and in `pickOneAtLeast`.
+updated (`WindowRule`), and only 4.9 falls back to `pickOneAtLeast` (5.x's selection
+never calls its own, so it is not reproduced).
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ class FaultTracker:
 
     def __init__(self, rule: WindowRule, rng: random.Random) -> None:
         self._rule = rule
-        self._rng = rng
         self._items: dict[str, FaultItem] = {}
         # `whichItemWorst`: its own randomly started index, used by 4.9's pickOneAtLeast.
         self._which_item_worst = RoundRobinIndex(rng)
@@ -52,18 +52,18 @@ class FaultTracker:
     def update(
         self, name: str, latency_ms: int, duration_ms: int, *, reachable: bool, now_ms: int
     ) -> bool:
-        """`updateFaultItem`; returns whether this update opened or moved a ban window."""
+        """`updateFaultItem`; returns whether it banned a broker that was available (a
+        window moved while the broker is already banned is not a new ban)."""
         item = self._items.setdefault(name, FaultItem(name))
+        was_available = item.is_available(now_ms)
         item.current_latency = latency_ms
         item.reachable = reachable
         until = now_ms + duration_ms
-        if self._rule is WindowRule.OVERWRITE:
+        # 4.9 sets the window on every update; 5.x only ever moves it later.
+        extends = duration_ms > 0 and until > item.start_timestamp
+        if self._rule is WindowRule.OVERWRITE or extends:
             item.start_timestamp = until
-            return duration_ms > 0
-        if duration_ms > 0 and until > item.start_timestamp:
-            item.start_timestamp = until
-            return True
-        return False
+        return was_available and not item.is_available(now_ms)
 
     def item(self, name: str) -> FaultItem | None:
         return self._items.get(name)
@@ -92,7 +92,7 @@ class FaultTracker:
             if not item.is_available(now_ms)
         }
 
-    def pick_one_at_least_4_9(self, now_ms: int) -> str | None:
+    def pick_one_at_least(self, now_ms: int) -> str | None:
         """4.9 `pickOneAtLeast`: sort every item; round-robin over the better half.
 
         With a single item, that item. Java sorts a `ConcurrentHashMap`'s elements, whose
@@ -105,16 +105,6 @@ class FaultTracker:
         if half <= 0:
             return ranked[0].name
         return ranked[self._which_item_worst.next() % half].name
-
-    def pick_one_at_least_5(self) -> str | None:
-        """5.x `pickOneAtLeast`: shuffle every item, return the first reachable one.
-
-        5.x `MQFaultStrategy` never calls it (its third tier is plain round-robin); kept
-        so the table is complete and pinned by a test.
-        """
-        items = list(self._items.values())
-        self._rng.shuffle(items)
-        return next((item.name for item in items if item.reachable), None)
 
     def __len__(self) -> int:
         return len(self._items)

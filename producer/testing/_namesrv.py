@@ -8,6 +8,7 @@ server does (``broker-b`` before ``broker-a``): clients must not rely on it.
 
 from __future__ import annotations
 
+from latency_fault import java_string_hash
 from producer._remoting.codes import PROTOCOL_VERSION, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import decode_payload, encode_frame
@@ -27,14 +28,6 @@ __all__ = ["NameServer", "java_hash_order"]
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 
-def _java_string_hash(text: str) -> int:
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h
-
-
 def java_hash_order(names: list[str]) -> list[str]:
     """The iteration order of a ``java.util.HashMap`` with ``names`` inserted in order."""
     capacity = 16
@@ -42,7 +35,7 @@ def java_hash_order(names: list[str]) -> list[str]:
         capacity *= 2
 
     def bucket(item: tuple[int, str]) -> tuple[int, int]:
-        h = _java_string_hash(item[1])
+        h = java_string_hash(item[1]) & 0xFFFFFFFF  # HashMap spreads the unsigned bits
         return ((h ^ (h >> 16)) & (capacity - 1), item[0])
 
     return [name for _, name in sorted(enumerate(names), key=bucket)]

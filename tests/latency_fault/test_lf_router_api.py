@@ -1,4 +1,4 @@
-"""The producer-facing surface: snapshot, factory, Router protocol, keyed sends (F5)."""
+"""The producer-facing surface: snapshot, factory, Router protocol (keyed sends: test_lf_keyed)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from latency_fault import (
     OffRouter,
     PublishSnapshot,
     Router,
-    choose_queue,
     make_router,
 )
 
@@ -102,29 +101,45 @@ def test_snapshot_index_starts_from_the_injected_rng() -> None:
     assert 0 <= a.index.value <= 0x7FFF_FFFF
 
 
-def test_f5_a_selectors_queue_is_final_even_on_a_banned_broker() -> None:
-    router = make_router("adaptive", random.Random(0))
-    for _ in range(2):
-        router.record("a", 5, isolation=True, now_ms=0)
-    assert not router.is_available("a", 10)
-    snap = snapshot({"a": 2, "b": 2})
-    keyed = snap.queues[1]  # what the user's selector chose for this key
-    before_index, before_state = snap.index.value, repr(router)
-    for attempt in range(3):
-        last = None if attempt == 0 else "a"
-        got = choose_queue(router, snap, last_broker=last, now_ms=10, selected=keyed)
-        assert got is keyed
-    assert snap.index.value == before_index
-    assert repr(router) == before_state
+# -- record() answers whether it banned the broker ------------------------------------------
 
 
-@pytest.mark.parametrize("name", ROUTER_NAMES)
-def test_f5_without_a_selector_choose_queue_asks_the_router(name: str) -> None:
-    router = make_router(name, random.Random(0))
-    snap = snapshot({"a": 2, "b": 2})
-    start = snap.index.value
-    got = choose_queue(router, snap, last_broker=None, now_ms=0)
-    assert got is snap.queues[(start + 1) % 4]
+def test_off_record_never_bans() -> None:
+    router = OffRouter()
+    assert router.record("a", 20_000, isolation=True, now_ms=0) is False
+    assert router.record("a", 20_000, isolation=True, now_ms=1) is False
+
+
+def test_classic_4_9_record_says_when_it_bans() -> None:
+    router = Classic49Router(random.Random(1))
+    assert router.record("a", 20, isolation=False, now_ms=0) is False  # fast: no window
+    assert router.record("a", 600, isolation=False, now_ms=0) is True  # 550 ms+: 30 s
+    assert router.record("a", 5, isolation=True, now_ms=100) is False  # rewritten, not new
+    assert router.record("a", 20, isolation=False, now_ms=200) is False  # lifts the ban
+    assert router.is_available("a", 200)
+    assert router.record("a", 5, isolation=True, now_ms=300) is True
+    assert router.ban_count == 2
+
+
+def test_classic_5_record_says_when_it_bans() -> None:
+    router = Classic5Router(random.Random(1))
+    assert router.record("a", 5, isolation=True, now_ms=0) is True  # 10 s
+    assert router.record("a", 5, isolation=True, now_ms=1000) is False  # extended to 11 s
+    assert router.record("a", 20, isolation=False, now_ms=2000) is False  # does not lift it
+    assert not router.is_available("a", 2000)
+    assert router.record("a", 600, isolation=False, now_ms=11_000) is True  # over; 2 s
+    assert router.ban_count == 2
+
+
+def test_adaptive_record_says_when_it_bans() -> None:
+    router = AdaptiveRouter(random.Random(1))
+    assert router.record("a", 5, isolation=True, now_ms=0) is False  # one error: no ban
+    assert router.record("a", 5, isolation=True, now_ms=10) is True  # two in a row
+    assert router.record("a", 5, isolation=True, now_ms=20) is False  # a straggler
+    assert router.record("a", 5, isolation=False, now_ms=30) is False  # probe: half-open
+    assert router.is_available("a", 30)
+    assert router.record("a", 5, isolation=True, now_ms=40) is True  # the trial failed
+    assert router.ban_count == 2
 
 
 FORBIDDEN_MODULES = {"asyncio", "anyio", "trio", "socket", "time", "threading", "selectors"}

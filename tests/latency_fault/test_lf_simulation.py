@@ -1,12 +1,12 @@
 """F4 (a)-(c) and the classic comparison, measured by the seeded simulation.
 
-Every scenario (`latency_fault.simulation.standard_scenarios`): brokers a, b, c with 4
+Every scenario (`benchmarks.routing_sim.standard_scenarios`): brokers a, b, c with 4
 queues each, 20 ms x U(0.8, 1.2) latency, one message every 5 ms (200 msg/s, fixed-rate
 open loop) for 60 s, three attempts in a 3000 ms budget, attempts capped at 1000 ms (except
 "hung_uncapped"). Broker b misbehaves from 10 s to 35 s and then heals. "focus share" is
 b's share of attempts in [12 s, 35 s); "back in" is how soon after 35 s b had at least
 90% of its fair share (1/3) in every 1 s window up to 55 s. Seed 0; reproduce with
-`python -m latency_fault.simulation 0`:
+`python -m benchmarks.routing_sim 0`:
 
 | scenario | router | focus share | back in | p50 ms | p99 ms | failed | extra attempts | probes |
 |---|---|---|---|---|---|---|---|---|
@@ -46,7 +46,7 @@ import random
 
 import pytest
 
-from latency_fault.simulation import (
+from benchmarks.routing_sim import (
     EPISODE_MS,
     BrokerTrace,
     Fault,

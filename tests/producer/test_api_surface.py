@@ -13,7 +13,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from producer import AttemptContext, Message, SendStatus
-from producer._ordering import java_string_hash
 from producer.errors import ConnectError, MessageValidationError, TransportError
 from producer.testing import DevClusterThread, FaultSpec
 from tests.producer.conftest import TOPIC, make_producer
@@ -22,15 +21,6 @@ pytestmark = pytest.mark.anyio
 
 
 # -- keyed / ordered sends ------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("", 0), ("a", 97), ("order-1", -1207111310), ("héllo", 103094734), ("😀", 1772899)],
-)
-def test_java_string_hash_matches_java(text: str, expected: int) -> None:
-    # printed by OpenJDK 17's String.hashCode (UTF-16 code units, int32 overflow)
-    assert java_string_hash(text) == expected
 
 
 async def test_f5_keyed_sends_stay_on_one_queue_and_are_never_steered(

@@ -13,20 +13,21 @@ their outcomes, as the producer would. Shares count attempts (retries included) 
 window in which they start. Latency percentiles are over messages, from arrival to
 success or final failure.
 
-`python -m latency_fault.simulation` prints every standard scenario for every router.
+`python -m benchmarks.routing_sim [SEED]` prints every standard scenario for every router.
+It is a development tool (not shipped in the wheel): pure and seeded, so unlike the live
+benchmarks its figures are exact and reproducible.
 """
 
 from __future__ import annotations
 
+import argparse
 import heapq
 import random
-import sys
 from dataclasses import dataclass
 
-from ._router import ROUTER_NAMES, Router, make_router
-from ._sim_model import BrokerTrace, Draw, Fault, Phase, Scenario
-from ._sim_report import TABLE_HEADER, SimReport, percentile
-from ._snapshot import PublishSnapshot
+from benchmarks._sim_model import BrokerTrace, Draw, Fault, Phase, Scenario
+from benchmarks._sim_report import TABLE_HEADER, SimReport, percentile
+from latency_fault import ROUTER_NAMES, PublishSnapshot, Router, make_router
 
 __all__ = [
     "EPISODE_MS",
@@ -86,6 +87,7 @@ class _Run:
         self.latencies: list[int] = []
         self.failures = 0
         self.probes = 0
+        self.bans = 0
         # (time, sequence, event): the sequence keeps same-millisecond events in order
         self._heap: list[tuple[int, int, _Event]] = []
         self._seq = 0
@@ -138,7 +140,7 @@ class _Run:
         assert event.send is not None and event.draw is not None
         draw, now = event.draw, event.at_ms
         self.router.on_complete(event.broker)
-        self.router.record(
+        self.bans += self.router.record(
             event.broker,
             draw.latency_ms,
             isolation=draw.failed,
@@ -171,7 +173,7 @@ class _Run:
 
     def _on_probe_done(self, event: _Event) -> None:
         assert event.draw is not None
-        self.router.record(
+        self.bans += self.router.record(
             event.broker,
             event.draw.latency_ms,
             isolation=event.draw.failed,
@@ -190,7 +192,7 @@ class _Run:
             messages=len(self.latencies),
             failures=self.failures,
             probes=self.probes,
-            bans=self.router.ban_count,
+            bans=self.bans,
             p50_ms=percentile(ordered, 0.50),
             p99_ms=percentile(ordered, 0.99),
         )
@@ -258,8 +260,15 @@ def standard_scenarios() -> list[Scenario]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    seed = int(args[0]) if args else 0
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.routing_sim",
+        description="Replay the standard broker traces through every router on a virtual "
+        "clock; print one Markdown row per scenario and router.",
+    )
+    parser.add_argument(
+        "seed", nargs="?", type=int, default=0, help="seed of every draw (default 0)"
+    )
+    seed: int = parser.parse_args(argv).seed
     print(TABLE_HEADER)
     for scenario in standard_scenarios():
         for name in ROUTER_NAMES:
