@@ -41,10 +41,6 @@ class TopicRoute:
     broker_addrs: dict[str, str]
     fetched_ms: float
 
-    @property
-    def queues(self) -> Sequence[MessageQueue]:
-        return self.snapshot.queues
-
 
 def parse_namesrv(namesrv: str | Sequence[str]) -> list[str]:
     """``"a:9876;b:9876"``, ``"a:9876"`` or a list -> a list of addresses."""

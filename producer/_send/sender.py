@@ -18,11 +18,10 @@ from dataclasses import dataclass
 import anyio
 from opentelemetry.trace import Span
 
-from latency_fault import Router
+from latency_fault import Router, choose_queue
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, TopicRoute
-from producer._ordering import queue_for_key
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import PreparedMessage, build_send_request
@@ -129,9 +128,13 @@ class Sender:
         return step
 
     def _select(self, job: SendJob, plan: SendPlan, route: TopicRoute, now: float) -> MessageQueue:
-        if job.order_key is not None:
-            return queue_for_key(route.queues, job.order_key)
-        return self.router.select_queue(route.snapshot, plan.last_broker, int(now))
+        return choose_queue(
+            self.router,
+            route.snapshot,
+            last_broker=plan.last_broker,
+            now_ms=int(now),
+            order_key=job.order_key,
+        )
 
     async def _back_off(self, decision: Retry, plan: SendPlan, now: float) -> None:
         remaining = plan.deadline_ms - now
@@ -205,15 +208,14 @@ class Sender:
         self, broker: str, latency_ms: float, error: ProducerError | None, now_ms: float
     ) -> None:
         """S8: success -> latency; any error -> isolation (5.x marks broker codes unreachable)."""
-        bans_before = self.router.ban_count
-        self.router.record(
+        banned = self.router.record(
             broker,
             int(latency_ms),
             isolation=error is not None,
             now_ms=int(now_ms),
             reachable=not isinstance(error, BrokerError),
         )
-        if self.router.ban_count > bans_before:
+        if banned:
             self.telemetry.ban(broker)
 
     def _seconds_since(self, started_ms: float) -> float:
