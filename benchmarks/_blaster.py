@@ -26,7 +26,6 @@ from itertools import cycle
 from typing import cast
 
 from benchmarks._meter import Counter
-from producer._remoting.frame import encode_frame
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._remoting.uniq_key import UniqKeyGenerator
@@ -67,9 +66,9 @@ def build_frames(
             prepared = factory.prepare_batch(messages, [keys.next_id(wall_ms) for _ in messages])
         else:
             prepared = factory.prepare(Message(topic, body), keys.next_id(wall_ms))
-        command = build_send_request(prepared, queue, wall_ms)
-        command.opaque = n + 1
-        frames.append(encode_frame(command))
+        request = build_send_request(prepared, queue, wall_ms)
+        request.opaque = n + 1
+        frames.append(b"".join(request.frame_parts()))
     return frames
 
 

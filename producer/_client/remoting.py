@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from producer._client.clock import Clock
-from producer._remoting.command import RemotingCommand
+from producer._remoting.command import OutgoingRequest, RemotingCommand
 from producer._transport import Connection, ConnectionPool
 from producer.errors import Fate, RequestTimeout
 
 #: A step applied to every request just before it is written (e.g. adding a signature).
-OutgoingStep = Callable[[RemotingCommand], None]
+OutgoingStep = Callable[[OutgoingRequest], None]
 
 
 class RemotingClient:
@@ -39,14 +39,14 @@ class RemotingClient:
         self._outgoing = tuple(outgoing)
 
     async def invoke(
-        self, addr: str, request: RemotingCommand, timeout_ms: float
+        self, addr: str, request: OutgoingRequest, timeout_ms: float
     ) -> RemotingCommand:
         """Send ``request`` to ``addr`` and wait for its response, all within ``timeout_ms``."""
         connection, remaining = await self._connection(addr, timeout_ms)
         self._prepare(request)
         return await connection.request(request, remaining)
 
-    async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout_ms: float) -> None:
+    async def invoke_oneway(self, addr: str, request: OutgoingRequest, timeout_ms: float) -> None:
         """Hand ``request`` to the socket of ``addr`` within ``timeout_ms``; no answer comes."""
         connection, remaining = await self._connection(addr, timeout_ms)
         self._prepare(request)
@@ -65,7 +65,7 @@ class RemotingClient:
             )
         return connection, remaining
 
-    def _prepare(self, request: RemotingCommand) -> None:
+    def _prepare(self, request: OutgoingRequest) -> None:
         for step in self._outgoing:
             step(request)
 

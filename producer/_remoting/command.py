@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from producer._remoting.codes import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
@@ -64,6 +66,11 @@ class RemotingCommand:
     def is_oneway(self) -> bool:
         return bool(self.flag & FLAG_ONEWAY)
 
+    def frame_parts(self) -> list[bytes]:
+        from producer._remoting.frame import command_frame_parts  # the codec builds on us
+
+        return command_frame_parts(self)
+
     def field(self, name: str) -> str | None:
         """One ext field, or ``None`` when absent."""
         return None if self.ext_fields is None else self.ext_fields.get(name)
@@ -119,3 +126,21 @@ class OpaqueAllocator:
 
     def __repr__(self) -> str:
         return f"OpaqueAllocator(next={self._next})"
+
+
+class OutgoingRequest(Protocol):
+    """What a connection writes: a :class:`RemotingCommand`, or a send request whose header
+    is mostly pre-encoded (:class:`producer._remoting.send_request.SendRequest`)."""
+
+    opaque: int
+    flag: int
+
+    @property
+    def code(self) -> int: ...
+
+    @property
+    def ext_fields(self) -> dict[str, str] | None: ...
+
+    def frame_parts(self) -> list[bytes]:
+        """The whole frame as buffers to write in order (the body is not copied)."""
+        ...

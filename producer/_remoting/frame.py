@@ -73,13 +73,24 @@ def encode_header(command: RemotingCommand) -> bytes:
 
 def encode_frame(command: RemotingCommand) -> bytes:
     """The whole frame, length prefix included."""
+    return b"".join(command_frame_parts(command))
+
+
+def command_frame_parts(command: RemotingCommand) -> list[bytes]:
+    """The frame as ``[prefix and header, body]``: the body is not copied."""
     header = encode_header(command)
-    body = command.body
+    return frame_parts(header, command.body, command.serialize_type)
+
+
+def frame_parts(
+    header: bytes, body: bytes, serialize_type: int = SerializeType.JSON
+) -> list[bytes]:
+    """Length prefix and header joined, then the body as it is."""
     total = 4 + len(header) + len(body)
     if total + 4 > MAX_FRAME_BYTES:
         raise LocalProtocolError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_BYTES}")
-    prefix = _PREFIX.pack(total, (command.serialize_type << 24) | len(header))
-    return b"".join((prefix, header, body))
+    head = _PREFIX.pack(total, (serialize_type << 24) | len(header)) + header
+    return [head, body] if body else [head]
 
 
 def _encode_binary_header(command: RemotingCommand) -> bytes:

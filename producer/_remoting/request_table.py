@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from producer._remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode, ResponseCode
-from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
 from producer._remoting.frame import FrameDecoder, encode_frame
 from producer.errors import ConnectionLostError, Fate, RequestTimeout
 
@@ -92,7 +92,12 @@ class Entry:
     __slots__ = ("deadline", "frame", "oneway", "opaque", "state", "timeout_ms", "waiter")
 
     def __init__(
-        self, opaque: int, frame: bytes, deadline: float, timeout_ms: float | None, waiter: Waiter
+        self,
+        opaque: int,
+        frame: list[bytes],
+        deadline: float,
+        timeout_ms: float | None,
+        waiter: Waiter,
     ) -> None:
         self.opaque = opaque
         self.frame = frame
@@ -159,7 +164,7 @@ class InFlight:
 
     def prepare(
         self,
-        command: RemotingCommand,
+        command: OutgoingRequest,
         timeout_ms: float | None,
         now: float,
         waiter: Waiter,
@@ -180,7 +185,7 @@ class InFlight:
         if oneway:
             command.flag |= FLAG_ONEWAY
         deadline = math.inf if timeout_ms is None else now + timeout_ms / 1000.0
-        entry = Entry(command.opaque, encode_frame(command), deadline, timeout_ms, waiter)
+        entry = Entry(command.opaque, command.frame_parts(), deadline, timeout_ms, waiter)
         entry.oneway = oneway
         self._pending[entry.opaque] = entry
         self._queue.append(entry)
@@ -201,29 +206,32 @@ class InFlight:
         if self._pending.get(entry.opaque) is entry:
             del self._pending[entry.opaque]
         entry.state = EntryState.DONE
-        entry.frame = b""
+        entry.frame = []
 
     # -- the writer ----------------------------------------------------------------------
 
     def take_frames(self) -> tuple[list[bytes], list[Entry]]:
-        """Everything queued, marked written: ``(frames, oneway entries among them)``.
+        """Everything queued, marked written: ``(buffers, oneway entries among them)``.
 
-        Call :meth:`confirm_oneways` with the second list once the write went through.
+        The buffers are whole frames in order (a frame may span several, its body kept
+        apart). Call :meth:`confirm_oneways` with the second list once the write went through.
         """
-        frames, self._replies = self._replies, []
+        buffers, self._replies = self._replies, []
+        count = len(buffers)
         oneways: list[Entry] = []
         for entry in self._queue:
             if entry.state is EntryState.QUEUED:
                 entry.state = EntryState.WRITTEN
-                frames.append(entry.frame)
-                entry.frame = b""  # the socket holds its own reference now
+                buffers += entry.frame
+                count += 1
+                entry.frame = []  # the socket holds its own reference now
                 if entry.oneway:
                     oneways.append(entry)
         self._queue = []
-        if frames:
+        if count:
             self.stats.flushes += 1
-            self.stats.frames_written += len(frames)
-        return frames, oneways
+            self.stats.frames_written += count
+        return buffers, oneways
 
     def confirm_oneways(self, oneways: list[Entry]) -> None:
         for entry in oneways:
@@ -341,7 +349,7 @@ class InFlight:
     @staticmethod
     def _fail(entry: Entry, error: BaseException) -> None:
         entry.state = EntryState.DONE
-        entry.frame = b""
+        entry.frame = []
         if not entry.waiter.done():
             entry.waiter.set_exception(error)
 

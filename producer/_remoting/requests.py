@@ -9,9 +9,9 @@ Sends are split in two so that a retry is cheap (DESIGN S7, A4):
 * :meth:`SendRequestFactory.prepare` / :meth:`~SendRequestFactory.prepare_batch` do the
   per-message work once - validation, properties with the ``UNIQ_KEY``, compression,
   the batch body, every header field that does not depend on the queue;
-* :func:`build_send_request` makes the command for one queue and born timestamp: a dict
-  copy and two field writes. The ``UNIQ_KEY`` and the compressed body are kept across
-  retries, as Java keeps them.
+* :func:`build_send_request` makes the request for one queue and born timestamp, its
+  header pre-encoded but for those two fields (:mod:`.send_request`). The ``UNIQ_KEY``
+  and the compressed body are kept across retries, as Java keeps them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from producer._remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import json_dumps
 from producer._remoting.message import Message, MessageQueue
@@ -48,6 +48,7 @@ from producer._remoting.send_header import (
     int_str,
     parse_int,
 )
+from producer._remoting.send_request import HeaderPrefixes, SendRequest, message_pieces
 from producer._remoting.validation import (
     DEFAULT_MAX_MESSAGE_SIZE,
     check_batch_size,
@@ -120,8 +121,8 @@ class PreparedMessage(msgspec.Struct, frozen=True):
     """A message (or batch) encoded once, ready to be sent to any queue of its topic.
 
     ``msg_id`` is the ``UNIQ_KEY`` (comma-joined for a batch, as Java reports it).
-    ``header_fields`` are the ``a``..``m`` fields with placeholder queue id and born time;
-    :func:`build_send_request` copies them, so they are never mutated.
+    ``head``, ``middle`` and ``tail`` are its header, pre-encoded around the queue id and
+    born timestamp that each attempt fills in (:mod:`producer._remoting.send_request`).
     """
 
     topic: str
@@ -130,7 +131,9 @@ class PreparedMessage(msgspec.Struct, frozen=True):
     properties: str
     msg_id: str
     is_batch: bool
-    header_fields: dict[str, str]
+    head: bytes
+    middle: bytes
+    tail: bytes
 
     @property
     def request_code(self) -> RequestCode:
@@ -146,21 +149,22 @@ class PreparedMessage(msgspec.Struct, frozen=True):
 
 def build_send_request(
     prepared: PreparedMessage, queue: MessageQueue, born_timestamp: int, *, oneway: bool = False
-) -> RemotingCommand:
+) -> SendRequest:
     """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE of ``prepared`` to ``queue``.
 
     ``born_timestamp`` is the wall-clock ms of this attempt (header ``g``).
     """
     if queue.topic != prepared.topic:
         raise LocalProtocolError(f"queue {queue} is not of topic {prepared.topic!r}")
-    fields = prepared.header_fields.copy()
-    fields["e"] = int_str(queue.queue_id)
-    fields["g"] = str(born_timestamp)
-    return RemotingCommand(
+    return SendRequest(
         prepared.request_code,
-        flag=FLAG_ONEWAY if oneway else 0,
-        ext_fields=fields,
-        body=prepared.body,
+        prepared.head,
+        prepared.middle,
+        prepared.tail,
+        prepared.body,
+        queue.queue_id,
+        born_timestamp,
+        oneway=oneway,
     )
 
 
@@ -196,7 +200,7 @@ class SendRequestFactory:
     """Prepares sends for one producer group; holds the settings that shape every send."""
 
     __slots__ = (
-        "_queue_nums",
+        "_prefixes",
         "compress_level",
         "compress_threshold",
         "default_topic",
@@ -219,7 +223,7 @@ class SendRequestFactory:
         self.producer_group = producer_group
         self.default_topic = default_topic
         self.default_topic_queue_nums = default_topic_queue_nums
-        self._queue_nums = int_str(default_topic_queue_nums)
+        self._prefixes = HeaderPrefixes(producer_group, default_topic, default_topic_queue_nums)
         self.compress_threshold = compress_threshold
         self.compress_level = compress_level
         self.max_message_size = max_message_size
@@ -268,23 +272,9 @@ class SendRequestFactory:
         *,
         batch: bool = False,
     ) -> PreparedMessage:
-        # The same fields as SendMessageRequestHeader.to_v2_fields (a test holds them
-        # equal), written out because this runs once per message.
-        fields = {
-            "a": self.producer_group,
-            "b": topic,
-            "c": self.default_topic,
-            "d": self._queue_nums,
-            "e": "0",  # queue id: set per attempt by build_send_request
-            "f": int_str(sys_flag),
-            "g": "0",  # born timestamp: likewise
-            "h": int_str(flag),
-            "i": properties,
-            "j": "0",
-            "k": "false",
-            "m": "true" if batch else "false",
-        }
-        return PreparedMessage(topic, body, sys_flag, properties, msg_id, batch, fields)
+        head = self._prefixes.head(topic, batch)
+        middle, tail = message_pieces(sys_flag, flag, properties, batch)
+        return PreparedMessage(topic, body, sys_flag, properties, msg_id, batch, head, middle, tail)
 
     def __repr__(self) -> str:
         return (

@@ -28,7 +28,7 @@ import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
-from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._transport._connection_base import InFlightConnection
 from producer._transport.base import parse_address, process_opaques
@@ -88,16 +88,16 @@ class AnyioConnection(InFlightConnection):
         self._scope: anyio.CancelScope | None = None
         self._finished = anyio.Event()
 
-    async def request(self, command: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+    async def request(self, command: OutgoingRequest, timeout_ms: float) -> RemotingCommand:
         response = await self._submit(command, timeout_ms, oneway=False)
         assert response is not None
         return response
 
-    async def send_oneway(self, command: RemotingCommand, timeout_ms: float | None = None) -> None:
+    async def send_oneway(self, command: OutgoingRequest, timeout_ms: float | None = None) -> None:
         await self._submit(command, timeout_ms, oneway=True)
 
     async def _submit(
-        self, command: RemotingCommand, timeout_ms: float | None, *, oneway: bool
+        self, command: OutgoingRequest, timeout_ms: float | None, *, oneway: bool
     ) -> RemotingCommand | None:
         waiter = _Waiter()
         entry = self._inflight.prepare(

@@ -24,7 +24,7 @@ import socket
 from types import TracebackType
 from typing import cast
 
-from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._transport._connection_base import InFlightConnection
 from producer._transport.base import (
@@ -67,7 +67,7 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         """True while the transport's buffer is over its high-water mark."""
         return self._paused
 
-    async def request(self, command: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+    async def request(self, command: OutgoingRequest, timeout_ms: float) -> RemotingCommand:
         future: asyncio.Future[RemotingCommand | None] = self._loop.create_future()
         entry = self._inflight.prepare(command, timeout_ms, self._loop.time(), future)
         self._queued(entry.deadline)
@@ -79,7 +79,7 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         assert response is not None
         return response
 
-    async def send_oneway(self, command: RemotingCommand, timeout_ms: float | None = None) -> None:
+    async def send_oneway(self, command: OutgoingRequest, timeout_ms: float | None = None) -> None:
         future: asyncio.Future[RemotingCommand | None] = self._loop.create_future()
         entry = self._inflight.prepare(command, timeout_ms, self._loop.time(), future, oneway=True)
         self._queued(entry.deadline)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
-from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
 from producer._remoting.request_table import ConnectionStats
 from producer.errors import LocalProtocolError
 
@@ -68,7 +68,7 @@ class Connection(Protocol):
     @property
     def stats(self) -> ConnectionStats: ...
 
-    async def request(self, command: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+    async def request(self, command: OutgoingRequest, timeout_ms: float) -> RemotingCommand:
         """Send ``command`` with a fresh opaque and wait for the response with that opaque.
 
         Raises :class:`RequestTimeout`, :class:`ConnectionLostError` or (for a frame over
@@ -77,7 +77,7 @@ class Connection(Protocol):
         """
         ...
 
-    async def send_oneway(self, command: RemotingCommand, timeout_ms: float | None = None) -> None:
+    async def send_oneway(self, command: OutgoingRequest, timeout_ms: float | None = None) -> None:
         """Set the oneway flag and a fresh opaque; return once the frame is handed to the socket.
 
         A write failure raises :class:`ConnectionLostError`; ``timeout_ms`` bounds the wait

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pytest
 
-from producer._remoting.codes import LanguageCode, SerializeType
+from producer._remoting.codes import LanguageCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import decode_frame, encode_frame
 from producer._remoting.message import Message, MessageQueue
@@ -36,6 +36,7 @@ from producer._remoting.requests import (
     route_request,
     unregister_client_request,
 )
+from producer._remoting.send_request import SendRequest
 from producer.errors import MessageValidationError
 
 from .golden import GoldenFrame, frame
@@ -54,13 +55,19 @@ SENDS = (
 )
 
 
-def _as_java(ours: RemotingCommand, golden: GoldenFrame) -> bytes:
-    """Our command, with the run's opaque, Java's language and the capture's encoding."""
+def _as_java(request: SendRequest | RemotingCommand, golden: GoldenFrame) -> bytes:
+    """Our request, with the run's opaque, Java's language and the capture's encoding.
+
+    For a send it also holds our pre-encoded frame equal to what the generic encoder makes
+    of the same command (JSON, our language), so the fast path cannot drift from the codec.
+    """
     java = decode_frame(golden.raw)
-    ours.opaque = java.opaque
-    ours.language = LanguageCode.JAVA
-    ours.serialize_type = java.serialize_type
-    return encode_frame(ours)
+    request.opaque = java.opaque
+    generic = request.to_command() if isinstance(request, SendRequest) else request
+    assert b"".join(request.frame_parts()) == encode_frame(generic)
+    generic.language = LanguageCode.JAVA
+    generic.serialize_type = java.serialize_type
+    return encode_frame(generic)
 
 
 def _message_from_golden(java: RemotingCommand) -> tuple[Message, str]:
@@ -86,8 +93,7 @@ def test_send_is_identical_to_java(run: str, name: str) -> None:
     prepared = SendRequestFactory(GROUP).prepare(message, uniq_key)
     queue = MessageQueue(message.topic, "broker-a", int(java.ext_fields["e"]))
     ours = build_send_request(prepared, queue, int(java.ext_fields["g"]), oneway=java.is_oneway)
-    assert ours.language == LanguageCode.PYTHON
-    assert ours.serialize_type is SerializeType.JSON
+    assert decode_frame(b"".join(ours.frame_parts())).language == LanguageCode.PYTHON
     assert ours.ext_fields == java.ext_fields
     assert ours.body == java.body
     assert prepared.msg_id == uniq_key

@@ -111,7 +111,7 @@ def test_a_prepared_message_builds_sync_and_oneway_requests() -> None:
     assert request.code == RequestCode.SEND_MESSAGE_V2
     assert request.flag == 0
     assert request.body == b"payload"
-    header = parse_send_request_header(decode_frame(encode_frame(request)))
+    header = parse_send_request_header(decode_frame(b"".join(request.frame_parts())))
     assert (header.producer_group, header.topic, header.queue_id) == ("g", "Orders", 2)
     assert (header.born_timestamp, header.sys_flag, header.batch) == (1795259977471, 0, False)
     assert decode_properties(header.properties or "")["UNIQ_KEY"] == KEY
@@ -159,7 +159,8 @@ def test_factory_settings_shape_the_request() -> None:
     )
     prepared = factory.prepare(_message(body=b"x" * 50), KEY)
     assert prepared.body[:2] == b"\x78\xda"
-    assert (prepared.header_fields["c"], prepared.header_fields["d"]) == ("MyDefault", "8")
+    fields = build_send_request(prepared, QUEUE, 1).ext_fields
+    assert (fields["a"], fields["c"], fields["d"]) == ("g", "MyDefault", "8")
     with pytest.raises(MessageValidationError, match="at most 100 bytes"):
         factory.prepare(_message(body=b"x" * 101), KEY)
     with pytest.raises(MessageValidationError):
@@ -227,3 +228,17 @@ def test_prepared_header_fields_equal_the_header_dataclass(batch: bool) -> None:
     )
     assert request.ext_fields == header.to_v2_fields()
     assert list(request.ext_fields) == list(header.to_v2_fields())
+
+
+@pytest.mark.parametrize(
+    ("group", "topic", "props"),
+    [("g", "Orders", "a\x01b"), ("%RETRY%g", "Or-d_3rs", 'x\x01"\\\u00e9\n'), ("g", "T" * 127, "")],
+)
+def test_the_pre_encoded_header_is_the_codec_s_json(group: str, topic: str, props: str) -> None:
+    """Names and properties that JSON must escape come out as the generic encoder writes them."""
+    prepared = SendRequestFactory(group)._prepared(topic, b"body", 0, 7, props, KEY)
+    request = build_send_request(prepared, MessageQueue(topic, "b", 4095), 2**41)
+    request.opaque, request.flag = 2**31 - 1, FLAG_ONEWAY
+    assert b"".join(request.frame_parts()) == encode_frame(request.to_command())
+    fields = request.ext_fields
+    assert (fields["a"], fields["b"], fields["i"], fields["h"]) == (group, topic, props, "7")

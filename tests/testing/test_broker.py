@@ -95,7 +95,7 @@ async def test_sdk_built_sends_round_trip(cluster: DevCluster, broker_a: RawClie
     prepared = factory.prepare(big, "0A0B0C0D0E0F00000000000000000001")
     queue = MessageQueue("Orders", "broker-a", 3)
     status, header = parse_send_response(
-        await broker_a.request(build_send_request(prepared, queue, 1700000000000))
+        await broker_a.request(build_send_request(prepared, queue, 1700000000000).to_command())
     )
     assert status is SendStatus.SEND_OK and (header.queue_id, header.queue_offset) == (3, 0)
     (stored,) = cluster.messages("Orders")
@@ -111,7 +111,7 @@ async def test_batch_stores_one_message_per_entry(cluster: DevCluster, broker_a:
     keys = [f"{i:032X}" for i in range(3)]
     prepared = factory.prepare_batch(messages, keys)
     response = await broker_a.request(
-        build_send_request(prepared, MessageQueue("Orders", "broker-a", 1), 1)
+        build_send_request(prepared, MessageQueue("Orders", "broker-a", 1), 1).to_command()
     )
     fields = response.ext_fields or {}
     assert response.code == 0 and fields["queueId"] == "1" and fields["queueOffset"] == "0"
@@ -124,7 +124,9 @@ async def test_batch_stores_one_message_per_entry(cluster: DevCluster, broker_a:
         (b"m2", 2, keys[2]),
     ]
     assert [m.offset_msg_id for m in stored] == ids
-    again = await broker_a.request(build_send_request(prepared, MessageQueue("Orders", "b", 1), 1))
+    again = await broker_a.request(
+        build_send_request(prepared, MessageQueue("Orders", "b", 1), 1).to_command()
+    )
     assert (again.ext_fields or {})["queueOffset"] == "3"
     assert cluster.message_count("Orders") == 6 and len(cluster.unique_msg_ids("Orders")) == 3
 

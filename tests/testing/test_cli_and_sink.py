@@ -104,14 +104,18 @@ async def test_sink_answers_sends_and_counts_them(serialize_type: SerializeType)
     async with DevCluster(brokers=1, topics={"Orders": 4}, sink=True) as cluster:
         async with await RawClient.connect(cluster.broker_addr("broker-a")) as client:
             for opaque, prepared in enumerate([single, batch, single], start=100_000):
-                request = build_send_request(prepared, MessageQueue("Orders", "broker-a", 1), 1)
+                request = build_send_request(
+                    prepared, MessageQueue("Orders", "broker-a", 1), 1
+                ).to_command()
                 request.opaque, request.serialize_type = opaque, serialize_type
                 response = await client.request(request)
                 status, header = parse_send_response(response)
                 assert status is SendStatus.SEND_OK and response.serialize_type == serialize_type
                 port = cluster.broker_addr("broker-a").rsplit(":", 1)[1]
                 assert header.msg_id.startswith(f"{int(port):08X}", 8)
-            oneway = build_send_request(single, MessageQueue("Orders", "b", 0), 1, oneway=True)
+            oneway = build_send_request(
+                single, MessageQueue("Orders", "b", 0), 1, oneway=True
+            ).to_command()
             oneway.serialize_type = serialize_type
             await client.send(oneway)
             probe = max_offset_request("Orders", 0)
@@ -145,7 +149,9 @@ async def test_sink_answers_a_pipelined_burst() -> None:
     prepared = factory.prepare(Message("Orders", b"x" * 100), "A" * 32)
     frames = []
     for opaque in range(5000):
-        request = build_send_request(prepared, MessageQueue("Orders", "broker-a", 0), 1)
+        request = build_send_request(
+            prepared, MessageQueue("Orders", "broker-a", 0), 1
+        ).to_command()
         request.opaque = opaque
         frames.append(request)
     data = b"".join(encode_frame(f) for f in frames)
