@@ -25,14 +25,6 @@ class Message:
     wait_store_msg_ok: bool = True
     flag: int = 0
 
-    @property
-    def key_list(self) -> list[str]:
-        if self.keys is None:
-            return []
-        if isinstance(self.keys, str):
-            return [self.keys]
-        return list(self.keys)
-
 
 @dataclass(frozen=True, slots=True)
 class MessageQueue:

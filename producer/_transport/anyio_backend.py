@@ -31,8 +31,8 @@ from anyio.abc import SocketAttribute
 from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._transport._connection_base import InFlightConnection
-from producer._transport.base import parse_address, process_opaques
-from producer.errors import ConnectError, LocalProtocolError, RemoteProtocolError
+from producer._transport.base import connect_failure, parse_address, process_opaques
+from producer.errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = ["AnyioConnection", "AnyioConnector"]
 
@@ -221,12 +221,8 @@ class AnyioConnector:
         try:
             with anyio.fail_after(max(timeout_ms, 0) / 1000.0):
                 stream = await anyio.connect_tcp(host, port)
-        except TimeoutError as exc:  # before OSError: it is one
-            raise ConnectError(
-                f"cannot connect to {address}: timed out after {timeout_ms:g} ms"
-            ) from exc
-        except OSError as exc:
-            raise ConnectError(f"cannot connect to {address}: {exc}") from exc
+        except OSError as exc:  # TimeoutError included
+            raise connect_failure(address, exc, timeout_ms) from exc
         with contextlib.suppress(OSError, anyio.TypedAttributeLookupError):
             sock = stream.extra(SocketAttribute.raw_socket)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -29,10 +29,11 @@ from producer._remoting.request_table import RequestHandler, not_supported
 from producer._transport._connection_base import InFlightConnection
 from producer._transport.base import (
     DEFAULT_CLOSE_TIMEOUT_MS,
+    connect_failure,
     parse_address,
     process_opaques,
 )
-from producer.errors import ConnectError, LocalProtocolError, RemoteProtocolError
+from producer.errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = ["AsyncioConnection", "AsyncioConnector"]
 
@@ -247,12 +248,8 @@ class AsyncioConnector:
             _, connection = await asyncio.wait_for(
                 loop.create_connection(factory, host, port), max(timeout_ms, 0) / 1000.0
             )
-        except asyncio.TimeoutError as exc:
-            raise ConnectError(
-                f"cannot connect to {address}: timed out after {timeout_ms:g} ms"
-            ) from exc
-        except OSError as exc:
-            raise ConnectError(f"cannot connect to {address}: {exc}") from exc
+        except (asyncio.TimeoutError, OSError) as exc:
+            raise connect_failure(address, exc, timeout_ms) from exc
         self._connections.add(connection)
         connection.add_close_callback(lambda c: self._connections.discard(connection))
         return connection

@@ -23,19 +23,21 @@ Errors a connection raises, and what they say about the request:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
 from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
 from producer._remoting.request_table import ConnectionStats
-from producer.errors import LocalProtocolError
+from producer.errors import ConnectError, LocalProtocolError
 
 __all__ = [
     "CloseCallback",
     "Connection",
     "ConnectionStats",
     "Connector",
+    "connect_failure",
     "parse_address",
     "process_opaques",
 ]
@@ -116,6 +118,13 @@ class Connector(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None: ...
+
+
+def connect_failure(address: str, exc: BaseException, timeout_ms: float) -> ConnectError:
+    """The one mapping of a backend's connect failure (timeout, OSError) to our error."""
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):  # distinct before 3.11
+        return ConnectError(f"cannot connect to {address}: timed out after {timeout_ms:g} ms")
+    return ConnectError(f"cannot connect to {address}: {exc}")
 
 
 def parse_address(address: str) -> tuple[str, int]:
