@@ -23,7 +23,13 @@ from producer._cli_stats import SendOutcome, Tally
 from producer._producer import Producer
 from producer._remoting.message import Message
 from producer._send.result import SendResult
-from producer.errors import Fate, LocalProtocolError, NoRouteError, ProducerError, TransportError
+from producer.errors import (
+    Fate,
+    LocalProtocolError,
+    NameServerError,
+    NoRouteError,
+    ProducerError,
+)
 
 __all__ = ["add_send_arguments", "run_send"]
 
@@ -122,9 +128,8 @@ def _message(args: argparse.Namespace) -> Message:
 
 
 def _setup_error(error: ProducerError) -> str:
-    cause = error.__cause__
-    if isinstance(error, NoRouteError) and isinstance(cause, TransportError):
-        return f"error: cannot reach the name server ({', '.join(error.namesrv_addrs)}): {cause}"
+    if isinstance(error, NameServerError):
+        return f"error: cannot reach the name server: {error}"
     return f"error: {error}"
 
 
@@ -145,7 +150,7 @@ async def _first_send(
     started = anyio.current_time()
     try:
         result = await producer.send(_message(args))
-    except (NoRouteError, LocalProtocolError) as exc:
+    except (NoRouteError, NameServerError, LocalProtocolError) as exc:
         print(_setup_error(exc), file=err, flush=True)
         return False
     except ProducerError as exc:

@@ -90,6 +90,7 @@ class Producer:
         max_in_flight_bytes: int = _D.max_in_flight_bytes,
         backpressure: Literal["wait", "fail"] = _D.backpressure,
         close_timeout_ms: float = _D.close_timeout_ms,
+        auto_create_topic: bool = _D.auto_create_topic,
         hooks: Sequence[object] = (),
         clock: Clock | None = None,
         rng: random.Random | None = None,
@@ -112,6 +113,7 @@ class Producer:
             max_in_flight_bytes=max_in_flight_bytes,
             backpressure=backpressure,
             close_timeout_ms=close_timeout_ms,
+            auto_create_topic=auto_create_topic,
         )
         self.group = group
         self.namesrv_addrs = parse_namesrv(namesrv)
@@ -164,7 +166,13 @@ class Producer:
         await pool.__aenter__()
         self._pool = pool
         client = RemotingClient(pool, self._clock, connect_timeout_ms=options.connect_timeout_ms)
-        routes = RouteTable(self.namesrv_addrs, client, self._clock, self._rng)
+        routes = RouteTable(
+            self.namesrv_addrs,
+            client,
+            self._clock,
+            self._rng,
+            auto_create_topic=options.auto_create_topic,
+        )
         self._sender = Sender(
             group=self.group,
             routes=routes,

@@ -30,12 +30,14 @@ __all__ = [
     "Fate",
     "FlowControlError",
     "GoAwayError",
+    "InvalidOptionError",
     "InvalidParameterError",
     "LocalProtocolError",
     "MessageIllegalError",
     "MessageValidationError",
     "NoBuyerIdError",
     "NoPermissionError",
+    "NameServerError",
     "NoRouteError",
     "NotInCurrentUnitError",
     "ProducerClosedError",
@@ -150,6 +152,10 @@ class MessageValidationError(LocalProtocolError, ValueError):
         self.limit = limit
 
 
+class InvalidOptionError(LocalProtocolError, ValueError):
+    """A constructor argument or option is invalid (names the option and the bad value)."""
+
+
 class ProducerClosedError(LocalProtocolError):
     """The producer is closed (or closing) and accepts no more sends."""
 
@@ -211,15 +217,31 @@ class SendTimeout(ProducerError, TimeoutError):
 
 
 class NoRouteError(ProducerError):
-    """No writable queue for the topic (unknown to every name server asked, or read-only)."""
+    """The name servers answered and the topic has no writable queue (unknown, or read-only).
 
-    def __init__(self, topic: str, namesrv_addrs: Sequence[str], reason: str = "") -> None:
+    ``code`` is the name server's response code (17 TOPIC_NOT_EXIST) when it gave one.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        namesrv_addrs: Sequence[str],
+        reason: str = "",
+        *,
+        code: int | None = None,
+    ) -> None:
         detail = f": {reason}" if reason else ""
         super().__init__(
-            f"no route for topic {topic!r} from name servers {list(namesrv_addrs)}{detail}"
+            f"no route for topic {topic!r} from name servers {list(namesrv_addrs)}{detail}",
+            code=code,
         )
         self.topic = topic
         self.namesrv_addrs = tuple(namesrv_addrs)
+
+
+class NameServerError(ConnectError):
+    """No name server answered as a RocketMQ name server (nothing listening, another
+    protocol on the port, a broker's port): check the ``namesrv`` addresses."""
 
 
 # -- broker answers ---------------------------------------------------------------------

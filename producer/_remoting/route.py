@@ -184,6 +184,22 @@ def _utf16_escape(code: int) -> str:
 # -- publish info ---------------------------------------------------------------------------
 
 
+def default_topic_route(default: TopicRouteData, queue_nums: int) -> TopicRouteData:
+    """A route for a topic no name server knows, from the ``TBW102`` route: each broker's
+    queue counts capped at ``queue_nums`` (Java's ``getDefaultTopicRouteInfoFromNameServer``
+    with ``defaultTopicQueueNums``). A broker with ``autoCreateTopicEnable`` creates the
+    topic on the first send through it."""
+    capped = [
+        msgspec.structs.replace(
+            q,
+            read_queue_nums=min(queue_nums, q.read_queue_nums),
+            write_queue_nums=min(queue_nums, q.write_queue_nums),
+        )
+        for q in default.queue_datas
+    ]
+    return msgspec.structs.replace(default, queue_datas=capped)
+
+
 def build_publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
     """``topicRouteData2TopicPublishInfo``: the queues a producer may write to.
 

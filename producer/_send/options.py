@@ -12,7 +12,7 @@ from typing import Literal
 from latency_fault import ROUTER_NAMES
 from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE
 from producer._send.retry_policy import RetryPolicy
-from producer.errors import LocalProtocolError
+from producer.errors import InvalidOptionError
 
 Routing = Literal["off", "classic_4_9", "classic_5", "adaptive"]
 DEFAULT_ROUTING: Routing = "adaptive"
@@ -36,6 +36,7 @@ class ProducerOptions:
     max_in_flight_bytes: int = 256 * 1024 * 1024
     backpressure: Literal["wait", "fail"] = "wait"
     close_timeout_ms: float = 5000.0
+    auto_create_topic: bool = True
 
     def __post_init__(self) -> None:
         positive = {
@@ -50,27 +51,27 @@ class ProducerOptions:
         }
         for name, value in positive.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise LocalProtocolError(f"{name} must be a positive number, got {value!r}")
+                raise InvalidOptionError(f"{name} must be a positive number, got {value!r}")
         for name in ("retry_times_when_send_failed", "retry_times_when_send_async_failed"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise LocalProtocolError(f"{name} must be an int >= 0, got {value!r}")
+                raise InvalidOptionError(f"{name} must be an int >= 0, got {value!r}")
         if self.compress_over < 0:
-            raise LocalProtocolError(f"compress_over must be >= 0, got {self.compress_over!r}")
+            raise InvalidOptionError(f"compress_over must be >= 0, got {self.compress_over!r}")
         if self.close_timeout_ms < 0:
-            raise LocalProtocolError(
+            raise InvalidOptionError(
                 f"close_timeout_ms must be >= 0, got {self.close_timeout_ms!r}"
             )
         if self.routing not in ROUTER_NAMES:
-            raise LocalProtocolError(
+            raise InvalidOptionError(
                 f"routing must be one of {sorted(ROUTER_NAMES)}, got {self.routing!r}"
             )
         if self.backpressure not in ("wait", "fail"):
-            raise LocalProtocolError(
+            raise InvalidOptionError(
                 f"backpressure must be 'wait' or 'fail', got {self.backpressure!r}"
             )
         if not isinstance(self.retry_policy, RetryPolicy):
-            raise LocalProtocolError(f"retry_policy must be a RetryPolicy: {self.retry_policy!r}")
+            raise InvalidOptionError(f"retry_policy must be a RetryPolicy: {self.retry_policy!r}")
 
 
 DEFAULT_OPTIONS = ProducerOptions()

@@ -101,14 +101,15 @@ async def test_unreachable_name_server_exits_2() -> None:
     code, out, err = await send("--namesrv", f"127.0.0.1:{free_port()}", "--topic", "Orders")
     assert code == 2
     assert out == ""
-    assert err.startswith("error: cannot reach the name server (127.0.0.1:")
+    assert err.startswith("error: cannot reach the name server: no name server answered")
+    assert "127.0.0.1:" in err
 
 
 @pytest.mark.parametrize(
     ("namesrv", "topic", "message"),
     [
-        ("nohost", "Orders", "error: no route for topic 'Orders'"),
-        (";", "Orders", "error: no name server address in ';'"),
+        ("nohost", "Orders", "error: namesrv address 'nohost' is not 'host:port'"),
+        (";", "Orders", "error: no name server address in namesrv=';'"),
         (None, "bad topic!", "error: invalid topic"),
     ],
 )

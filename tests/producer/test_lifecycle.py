@@ -10,8 +10,9 @@ import sniffio
 
 from producer import Message, Producer, ProducerState
 from producer.errors import (
+    ConnectError,
     LocalProtocolError,
-    NoRouteError,
+    NameServerError,
     ProducerClosedError,
     ProducerError,
 )
@@ -120,9 +121,10 @@ async def test_name_server_restart_is_recovered(cluster: DevClusterThread) -> No
     async with make_producer(cluster) as p:
         await p.send(Message(TOPIC, b"x"))
         cluster.set_namesrv_down(True)
-        with pytest.raises(NoRouteError) as info:
+        with pytest.raises(NameServerError, match="no name server answered") as info:
             await p.send(Message("Late", b"x"))
         assert cluster.namesrv_addr in str(info.value)
+        assert isinstance(info.value, ConnectError)  # not a NoRouteError: nothing answered
         cluster.set_namesrv_down(False)
         result = await p.send(Message("Late", b"x"))
     assert result.queue.topic == "Late"

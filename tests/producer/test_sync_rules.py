@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from producer import AttemptOutcome, Message, Producer, RetryPolicy, SendStatus
+from producer import AttemptOutcome, Message, RetryPolicy, SendStatus
 from producer.errors import (
     BrokerError,
     ConnectError,
@@ -272,12 +272,38 @@ async def test_s8_cancelled_attempt_is_not_reported_as_a_fault(cluster: DevClust
 # -- S10, S11 -------------------------------------------------------------------------------
 
 
-async def test_s10_unknown_topic_is_a_no_route_error(producer: Producer) -> None:
-    with pytest.raises(NoRouteError) as info:
-        await producer.send(Message("NoSuchTopic", b"x"))
+async def test_s10_unknown_topic_is_a_no_route_error_when_auto_create_is_off(
+    cluster: DevClusterThread,
+) -> None:
+    async with make_producer(cluster, auto_create_topic=False) as p:
+        with pytest.raises(NoRouteError) as info:
+            await p.send(Message("NoSuchTopic", b"x"))
     assert info.value.topic == "NoSuchTopic"
+    assert info.value.code == 17  # the name server's TOPIC_NOT_EXIST
     assert "NoSuchTopic" in str(info.value)
-    assert producer.namesrv_addrs[0] in str(info.value)
+    assert p.namesrv_addrs[0] in str(info.value)
+    assert "mqadmin updateTopic" in str(info.value)
+    assert cluster.message_count("NoSuchTopic") == 0
+
+
+async def test_s10_a_fresh_topic_is_created_through_tbw102_on_first_send(
+    cluster: DevClusterThread,
+) -> None:
+    async with make_producer(cluster) as p:
+        first = await p.send(Message("Fresh", b"1"))
+        assert first.queue.queue_id < 4  # TBW102's queues, capped at defaultTopicQueueNums
+        second = await p.send(Message("Fresh", b"2"))
+    assert (first.status, second.status) == (SendStatus.SEND_OK, SendStatus.SEND_OK)
+    assert cluster.message_count("Fresh") == 2
+
+
+async def test_s10_no_auto_create_broker_names_how_to_create_the_topic() -> None:
+    with DevClusterThread(brokers=2, topics={}, auto_create_topic=False, seed=0) as cluster:
+        async with make_producer(cluster) as p:
+            with pytest.raises(NoRouteError, match="no broker auto-creates") as info:
+                await p.send(Message("Fresh", b"x"))
+    assert info.value.code == 17
+    assert "topics=" in str(info.value) and "--topic NAME:QUEUES" in str(info.value)
 
 
 async def test_s10_read_only_topic_has_no_route(cluster: DevClusterThread) -> None:
