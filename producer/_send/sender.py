@@ -242,7 +242,7 @@ class Sender:
         bans_before = self.router.ban_count
         self.router.record(
             broker,
-            int(latency_ms),
+            latency_ms,
             isolation=error is not None,
             now_ms=int(now_ms),
             reachable=not isinstance(error, BrokerError),
