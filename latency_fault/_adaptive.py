@@ -3,9 +3,9 @@
 Selection walks the snapshot's round-robin index like Java and accepts each queue by
 its broker's weight (1 = full share; weight w takes one look in 1/w, evenly spaced). A
 healthy cluster therefore gets Java's exact round-robin, jitter and all; only a broker
-clearly slower than the median broker, or one with a real error rate, loses share in
-proportion to the evidence. Failing brokers are banned with escalating, decaying bans,
-probed while banned, and readmitted through one trial send at a time.
+clearly slower than the fastest healthy one, or one with a real error rate, loses share
+in proportion to the evidence. Failing brokers are banned with escalating, decaying
+bans, probed while banned, and readmitted through one trial send at a time.
 
 Why not power-of-two-choices on latency: "take the lower of two" turns any persistent
 ordering of noisy estimates into skew (with three equal brokers the one that happens to
@@ -104,10 +104,11 @@ class AdaptiveRouter:
             effective[broker] = latency
             if latency is not None and health is not None and not health.tripped:
                 healthy.append(latency)
-        # The low median of the healthy brokers: a broker is judged by its peers, not by
-        # the luckiest one (with two brokers, the faster). Effective latencies on both
+        # The fastest healthy broker: with two of three brokers slow, a median would call
+        # slow normal and steer nothing. Jitter cannot make it "the luckiest one": only a
+        # broker over 2x slower (after the slack) loses share. Effective latencies on both
         # sides: a stall of our own event loop ages every broker alike and steers nothing.
-        reference = sorted(healthy)[(len(healthy) - 1) // 2] if healthy else None
+        reference = min(healthy) if healthy else None
         weights: dict[str, float] = {}
         for broker in brokers:
             weights[broker] = self._weight_of(broker, effective[broker], reference, now_ms)

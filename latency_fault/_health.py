@@ -48,8 +48,10 @@ class AdaptiveConfig:
     error_alpha: float = 0.1
     #: Error rates up to this cost nothing: one stray error must not move load.
     error_tolerance: float = 0.1
-    #: A broker is slow when its latency exceeds this multiple of the median broker's.
-    #: Healthy jitter stays far below it, so healthy load stays exactly round-robin.
+    #: A broker is slow when its latency exceeds this multiple of the fastest healthy
+    #: broker's (each with the slack added). Healthy jitter stays far below it, so
+    #: healthy load stays exactly round-robin; brokers a real 2x apart (another zone)
+    #: do share unevenly.
     slow_tolerance: float = 2.0
     #: Beyond the tolerance, weight falls as (tolerance / ratio) ** exponent.
     slow_exponent: float = 3.0
@@ -210,7 +212,7 @@ class BrokerHealth:
         self, latency_ms: float | None, reference_ms: float | None, config: AdaptiveConfig
     ) -> float:
         """Relative share of traffic while healthy (1 is a full share), given this
-        broker's effective latency and the reference (median) one."""
+        broker's effective latency and the reference (fastest healthy) one."""
         return self._latency_weight(latency_ms, reference_ms, config) * self._error_weight(config)
 
     @staticmethod

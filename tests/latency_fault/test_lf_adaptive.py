@@ -81,6 +81,13 @@ def _warm(router: AdaptiveRouter, latencies: dict[str, float], rounds: int = 40)
     return now
 
 
+def test_f4a_two_of_three_slow_brokers_lose_their_share_to_the_healthy_one() -> None:
+    router = _router()
+    now = _warm(router, {"a": 1, "b": 300, "c": 300})
+    counts = _shares(router, 3000, now=now)
+    assert counts["a"] > 2900, counts
+
+
 def test_f4_one_latency_spike_is_clipped() -> None:
     router = _router()
     now = _warm(router, {"a": 20, "b": 20, "c": 20})
