@@ -81,14 +81,14 @@ def _cell_targets(label: str, cell: dict[str, Any]) -> list[common.Target]:
         value = common.ratio(_p99(cell, "brownout", "adaptive"), _p99(cell, "healthy", "adaptive"))
         out.append(
             common.Target(
-                f"[{label}] adaptive p99 brown-out / healthy", value, "<=", BROWNOUT_VS_HEALTHY
+                f"{label} adaptive p99 brown-out / healthy", value, "<=", BROWNOUT_VS_HEALTHY
             )
         )
     if "brownout" in ran:
         shares = ran["brownout"]["strategies"]["adaptive"]["focus_share_max"]["values"]
         out.append(
             common.Target(
-                f"[{label}] {FAULTY} share, worst 1 s window from 1 s into the "
+                f"{label} {FAULTY} share, worst 1 s window from 1 s into the "
                 "brown-out (every round)",
                 max(shares, default=None),
                 "<=",
@@ -104,7 +104,7 @@ def _cell_targets(label: str, cell: dict[str, Any]) -> list[common.Target]:
         what = "beats" if scenario["goal"] == "win" else "no harm"
         out.append(
             common.Target(
-                f"[{label}] {name}: adaptive p99 / best classic p99 ({what})",
+                f"{label} {name}: adaptive p99 / best classic p99 ({what})",
                 value,
                 "<=",
                 bound,

@@ -8,11 +8,13 @@ shares a loop or a CPU with another. Strategies run one after another in interle
 rounds (A B C D, B C D A, ...), and every figure is the median over the rounds with its
 [min, max] spread: a noisy neighbour hits one round, not one strategy.
 
-Matrix: rates (300 and 3,000 msg/s, and ``max`` = 80% of the slowest strategy's healthy
-closed-loop throughput, measured first) x loads (``async``: ``send_async`` at the rate;
-``await``: ``max(16, rate / 100)`` tasks each ``await send`` paced to its share of the
-rate) x the scenarios of :mod:`benchmarks._faults_scenarios`. Each run: a healthy
-warm-up, then the measured window with the scenario's faults on ``broker-b``.
+Matrix: rates (300 and 3,000 msg/s, and ``max`` = half the slowest strategy's healthy
+closed-loop throughput, measured first: the highest offered rate ``send_async`` keeps up
+with here with a margin; at 80% it fell behind, 50-58% of sends timing out) x loads
+(``async``: ``send_async`` at the rate; ``await``: ``max(16, rate / 100)`` tasks each
+``await send`` paced to its share of the rate) x the scenarios of
+:mod:`benchmarks._faults_scenarios`. Each run: a healthy warm-up, then the measured
+window with the scenario's faults on ``broker-b``.
 
 ``results.throughput.<strategy>``: healthy closed-loop (256 ``await send`` loops)
 msgs/s and client CPU per message, median and spread. ``results.cells.<rate>/<load>
@@ -45,7 +47,7 @@ TOPIC = "BenchFaults"
 STRATEGIES = ("off", "classic_4_9", "classic_5", "adaptive")
 REPO = Path(__file__).resolve().parent.parent
 THROUGHPUT_LOOPS = 256
-MAX_RATE_FRACTION = 0.8
+MAX_RATE_FRACTION = 0.5
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,7 +114,16 @@ def loops_for(rate: float) -> int:
 
 
 def run_worker(config: dict[str, Any]) -> dict[str, Any]:
-    """One measurement in a fresh process; its JSON summary."""
+    """One measurement in a fresh process; its JSON summary. A worker that crashes (not
+    one that measured a failure) is run once more, and said so on stderr."""
+    try:
+        return _run_worker_once(config)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        common.console.print(f"[yellow]worker failed, running it again:[/yellow] {exc}")
+        return _run_worker_once(config)
+
+
+def _run_worker_once(config: dict[str, Any]) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks._faults_worker", json.dumps(config)],

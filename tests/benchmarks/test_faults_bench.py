@@ -38,7 +38,7 @@ def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
     brownout = cell["scenarios"]["brownout"]["strategies"]["classic_4_9"]
     assert brownout["p99_ms"]["median"] >= 290
     names = {t["name"] for t in document["targets"]}
-    assert "[100/async] adaptive p99 brown-out / healthy" in names
+    assert "100/async adaptive p99 brown-out / healthy" in names
     assert set(document["plots"]) == {
         "faults_100_async_summary.png",
         "faults_100_async_brownout.png",
@@ -80,12 +80,12 @@ def test_targets_follow_the_issue() -> None:
     }
     met = {t.name: (t.value, t.met) for t in targets_of(results)}
     assert met["adaptive success rate, worst run"] == (0.999, False)
-    assert met["[300/async] adaptive p99 brown-out / healthy"] == (1.45, True)
-    assert met["[300/async] brownout: adaptive p99 / best classic p99 (beats)"][1]
-    assert met["[300/async] healthy: adaptive p99 / best classic p99 (no harm)"] == (1.0, True)
-    errors = met["[300/async] errors: adaptive p99 / best classic p99 (no harm)"]
+    assert met["300/async adaptive p99 brown-out / healthy"] == (1.45, True)
+    assert met["300/async brownout: adaptive p99 / best classic p99 (beats)"][1]
+    assert met["300/async healthy: adaptive p99 / best classic p99 (no harm)"] == (1.0, True)
+    errors = met["300/async errors: adaptive p99 / best classic p99 (no harm)"]
     assert errors[0] == 1.05 and not errors[1]  # 5% worse than classic_5: harm
-    share = "[300/async] broker-b share, worst 1 s window from 1 s into the brown-out (every round)"
+    share = "300/async broker-b share, worst 1 s window from 1 s into the brown-out (every round)"
     assert met[share] == (0.004, True)
 
 
