@@ -78,70 +78,61 @@ def throughput(results: dict[str, Any], out_dir: Path) -> list[str]:
 
 
 def faults(results: dict[str, Any], out_dir: Path) -> list[str]:
-    """One figure per scenario (latency and broker share over time, a column per
-    strategy) and a summary of p99 per scenario."""
-    names = [
-        _scenario(name, scenario, results, out_dir)
-        for name, scenario in results["scenarios"].items()
-    ]
-    names.append(_faults_summary(results, out_dir))
+    """Per cell (rate/load): the p99 of every scenario and strategy with its spread, and
+    for each scenario adaptive must win, broker-b's share and the p99 per 1 s over time."""
+    names = []
+    for label, cell in results["cells"].items():
+        stem = "faults_" + label.replace("/", "_").replace(".", "_")
+        names.append(_faults_summary(label, cell, out_dir, f"{stem}_summary.png"))
+        for name, scenario in cell["scenarios"].items():
+            if scenario["goal"] == "win":
+                names.append(_timeline(label, name, scenario, out_dir, f"{stem}_{name}.png"))
     return names
 
 
-def _scenario(name: str, scenario: dict[str, Any], results: dict[str, Any], out_dir: Path) -> str:
-    strategies = scenario["strategies"]
-    fig, axes = plt.subplots(2, len(strategies), figsize=(4 * len(strategies), 6.5), sharex=True)
-    top = max(
-        (v for row in strategies.values() for v in row["timeline"]["max_ms"] if v is not None),
-        default=1.0,
+def _timeline(label: str, name: str, scenario: dict[str, Any], out_dir: Path, file: str) -> str:
+    fig, (share, p99) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    for strategy, cell in scenario["strategies"].items():
+        line = cell["timeline"]
+        colour = STRATEGY_COLOURS.get(strategy)
+        focus = [100 * v for v in line["attempt_share"][cell["focus"]]]
+        share.plot(line["t"], focus, "o-", ms=3, label=strategy, color=colour)
+        p99.plot(line["t"], [v or 0.0 for v in line["p99_ms"]], "o-", ms=3, color=colour)
+    share.set_yscale("symlog", linthresh=0.5)
+    share.axhline(0.5, color="gray", ls=":", lw=1)
+    share.set_ylabel(
+        f"{next(iter(scenario['strategies'].values()))['focus']} share of attempts (%)"
     )
-    for column, (strategy, row) in enumerate(strategies.items()):
-        line = row["timeline"]
-        ax = axes[0][column]
-        for key, style in (("max_ms", ":"), ("p99_ms", "-"), ("p50_ms", "--")):
-            ax.plot(line["t"], line[key], style, label=key.replace("_ms", ""))
-        ax.set_yscale("log")
-        ax.set_ylim(0.1, top * 1.5)
-        success = 100 * (row["success_rate"] or 0)
-        ax.set_title(f"{strategy}\np99 {row['latency']['p99_ms']:.1f} ms, ok {success:.2f}%")
-        ax.grid(alpha=0.3)
-        share = axes[1][column]
-        brokers = list(line["attempt_share"])
-        share.stackplot(
-            line["t"],
-            [line["attempt_share"][b] for b in brokers],
-            labels=brokers,
-            colors=BROKER_COLOURS[: len(brokers)],
-        )
-        share.set_ylim(0, 1)
-        share.set_xlabel("seconds since the fault began")
-    axes[0][0].set_ylabel("latency per bin (ms, log)")
-    axes[1][0].set_ylabel("share of attempts")
-    axes[0][-1].legend(loc="upper right", fontsize="small")
-    axes[1][-1].legend(loc="upper right", fontsize="small")
-    fig.suptitle(f"{name}: {scenario['description']}")
-    return _save(fig, out_dir, f"faults_{name}.png")
+    share.grid(alpha=0.3)
+    share.legend(fontsize="small")
+    p99.set_yscale("log")
+    p99.set_ylabel("p99 per 1 s (ms, log)")
+    p99.set_xlabel("seconds since the fault began (the median round of each strategy)")
+    p99.grid(alpha=0.3)
+    fig.suptitle(f"{name} at {label}: {scenario['description']}")
+    return _save(fig, out_dir, file)
 
 
-def _faults_summary(results: dict[str, Any], out_dir: Path) -> str:
-    scenarios = list(results["scenarios"])
-    strategies = list(next(iter(results["scenarios"].values()))["strategies"])
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+def _faults_summary(label: str, cell: dict[str, Any], out_dir: Path, file: str) -> str:
+    scenarios = list(cell["scenarios"])
+    strategies = list(next(iter(cell["scenarios"].values()))["strategies"])
+    fig, ax = plt.subplots(figsize=(11, 4.5))
     width = 0.8 / len(strategies)
     for i, strategy in enumerate(strategies):
         xs = [x + (i - (len(strategies) - 1) / 2) * width for x in range(len(scenarios))]
-        values = [
-            results["scenarios"][s]["strategies"][strategy]["latency"]["p99_ms"] or 0.0
-            for s in scenarios
-        ]
+        rows = [cell["scenarios"][s]["strategies"][strategy]["p99_ms"] for s in scenarios]
+        values = [r["median"] or 0.0 for r in rows]
+        low = [v - (r["spread"] or [v, v])[0] for v, r in zip(values, rows, strict=True)]
+        high = [(r["spread"] or [v, v])[1] - v for v, r in zip(values, rows, strict=True)]
         ax.bar(xs, values, width, label=strategy, color=STRATEGY_COLOURS.get(strategy))
-    ax.set_xticks(range(len(scenarios)), scenarios)
+        ax.errorbar(xs, values, yerr=[low, high], fmt="none", ecolor="black", lw=0.8)
+    ax.set_xticks(range(len(scenarios)), scenarios, rotation=15)
     ax.set_yscale("log")
     ax.set_ylabel("p99 send latency (ms, log)")
-    ax.set_title("p99 send latency per scenario and routing strategy")
+    ax.set_title(f"p99 per scenario and strategy at {label} (median, bars: min-max of rounds)")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend()
-    return _save(fig, out_dir, "faults_summary.png")
+    ax.legend(fontsize="small")
+    return _save(fig, out_dir, file)
 
 
 def memory(results: dict[str, Any], out_dir: Path) -> list[str]:

@@ -21,7 +21,7 @@ class Fault(enum.Enum):
 class Draw:
     """One attempt's outcome, as the producer would see it."""
 
-    latency_ms: int
+    latency_ms: float
     failed: bool
     #: False for broker error codes: what 5.x passes as `reachable` for MQBrokerException.
     reachable: bool = True
@@ -41,13 +41,12 @@ class Phase:
     error_rate: float = 0.0
     fault: Fault = Fault.NONE
 
-    def draw(self, rng: random.Random, timeout_ms: int, refuse_ms: int = 1) -> Draw:
+    def draw(self, rng: random.Random, timeout_ms: float, refuse_ms: float = 1.0) -> Draw:
         if self.fault is Fault.REFUSE:
             return Draw(min(refuse_ms, timeout_ms), failed=True)
         if self.fault is Fault.HANG:
             return Draw(timeout_ms, failed=True)
-        factor = rng.uniform(1.0 - self.jitter, 1.0 + self.jitter)
-        latency = max(1, round(self.latency_ms * factor))
+        latency = self.latency_ms * rng.uniform(1.0 - self.jitter, 1.0 + self.jitter)
         if latency >= timeout_ms:
             return Draw(timeout_ms, failed=True)
         if self.error_rate > 0 and rng.random() < self.error_rate:
@@ -74,7 +73,7 @@ class BrokerTrace:
     ) -> BrokerTrace:
         return cls(name, (Phase(0, latency_ms, jitter),), queues)
 
-    def phase_at(self, t_ms: int) -> Phase:
+    def phase_at(self, t_ms: float) -> Phase:
         current = self.phases[0]
         for phase in self.phases:
             if phase.start_ms > t_ms:
@@ -135,6 +134,6 @@ class Scenario:
     focus: str | None = None
     episode_ms: tuple[int, int] | None = None
 
-    def attempt_timeout(self, elapsed_ms: int) -> int:
+    def attempt_timeout(self, elapsed_ms: float) -> float:
         left = self.budget_ms - elapsed_ms
         return left if self.attempt_cap_ms is None else min(left, self.attempt_cap_ms)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 __all__ = ["TABLE_HEADER", "SimReport", "percentile"]
 
 
-def percentile(ordered: Sequence[int], q: float) -> float:
+def percentile(ordered: Sequence[float], q: float) -> float:
     """Nearest-rank percentile of an ascending sequence (0.0 when it is empty)."""
     if not ordered:
         return 0.0

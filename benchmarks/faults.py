@@ -1,323 +1,309 @@
-"""Send latency and success under broker faults, for every routing strategy.
+"""Routing strategies under broker faults: success, latency, share of the faulty broker.
 
-A 3-broker sink cluster runs as a separate process (``python -m producer cluster --sink
---brokers 3 --http-port 0``): the brokers' event loop and CPU are not the producers', so
-a 300 ms brown-out is 300 ms on the wire and nothing else, and the faults go through the
-documented HTTP control API. Scenarios (the fault hits ``broker-b``): healthy, brown-out
-(300 ms, under classic's 550 ms threshold), 30% errors (code 14), blackhole, flapping
-(down / up every 5 s). In each, the four strategies ("off", "classic_4_9", "classic_5",
-"adaptive") run side by side at a fixed offered rate of ``send_async`` with
-``send_timeout_ms=3000`` (see :mod:`benchmarks._faults_run`). Before the scenarios, each
-strategy's healthy closed-loop throughput (256 concurrent ``await send``) is measured.
+A 3-broker sink cluster runs as a process of its own (``python -m producer cluster --sink
+--brokers 3 --http-port 0``), its faults driven over its HTTP API. Every measurement is
+one strategy ("off", "classic_4_9", "classic_5", "adaptive") alone, in a fresh process
+with its own producer and event loop (:mod:`benchmarks._faults_worker`), so no strategy
+shares a loop or a CPU with another. Strategies run one after another in interleaved
+rounds (A B C D, B C D A, ...), and every figure is the median over the rounds with its
+[min, max] spread: a noisy neighbour hits one round, not one strategy.
 
-``results.scenarios.<scenario>.strategies.<strategy>``: ``sent``, ``ok``,
-``success_rate``, ``latency`` (p50/p99/p999/max ms, every send offered in the window,
-failures at their failure time), ``latency_steady`` (offered after the first
-``steady_after_s``), ``retries_per_msg``, ``attempt_share`` / ``stored_share`` per broker,
-and a ``timeline`` per ``bin_s``. ``results.healthy_throughput.<strategy>``: msgs/s.
-"Adaptive beats classic" is checked as a p99 at most 0.95x the worse-placed classic
-strategy's: within 5% is a tie on a noisy machine, not a win.
+Matrix: rates (300 and 3,000 msg/s, and ``max`` = half the slowest strategy's healthy
+closed-loop throughput, measured first: the highest offered rate ``send_async`` keeps up
+with here with a margin; at 80% it fell behind, 50-58% of sends timing out) x loads
+(``async``: ``send_async`` at the rate; ``await``: ``max(16, rate / 100)`` tasks each
+``await send`` paced to its share of the rate) x the scenarios of
+:mod:`benchmarks._faults_scenarios`. Each run: a healthy warm-up, then the measured
+window with the scenario's faults on ``broker-b``.
+
+``results.throughput.<strategy>``: healthy closed-loop (256 ``await send`` loops)
+msgs/s and client CPU per message, median and spread. ``results.cells.<rate>/<load>
+.scenarios.<scenario>.strategies.<strategy>``: see :mod:`benchmarks._faults_stats`.
+The targets are issue 10's, checked on the medians of each cell.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import json
+import math
+import os
+import subprocess
 import sys
 import time
-from collections import Counter
+from pathlib import Path
 from typing import Any
 
-import aiohttp
 from rich.table import Table
 
 from benchmarks import _common as common
 from benchmarks._cluster import ClusterProcess
-from benchmarks._faults_run import (
-    FAULTY,
-    STRATEGIES,
-    FaultControl,
-    Sample,
-    Scenario,
-    run_scenario,
-    scenarios,
-)
-from benchmarks._loads import AwaitLoad
-from benchmarks._meter import measure
-from producer import Message, Producer
+from benchmarks._faults_scenarios import FAULTY, SCENARIOS
+from benchmarks._faults_stats import aggregate, median_of
+from benchmarks._faults_targets import targets_of
 
 NAME = "faults"
 TOPIC = "BenchFaults"
-CLASSIC = ("classic_4_9", "classic_5")
-BEATS = 0.95  # "adaptive beats classic": its p99 at least 5% lower, not a tie within noise
+STRATEGIES = ("off", "classic_4_9", "classic_5", "adaptive")
+REPO = Path(__file__).resolve().parent.parent
+THROUGHPUT_LOOPS = 256
+MAX_RATE_FRACTION = 0.5
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = common.base_parser(NAME, __doc__.split("\n\n")[0])
-    parser.add_argument("--rate", type=common.positive_float, default=300.0, help="msg/s each")
     parser.add_argument(
-        "--window", type=common.positive_float, help="seconds of fault each (25; --quick: 5)"
+        "--rates",
+        help="comma-separated msg/s, 'max' for the measured one (300,3000,max; --quick: 300)",
+    )
+    parser.add_argument("--loads", help="comma-separated: async, await (both; --quick: async)")
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        help="only these scenarios (repeatable; --quick: "
+        f"healthy, brownout); all: {', '.join(SCENARIOS)}",
+    )
+    parser.add_argument("--strategy", action="append", help="only these strategies")
+    parser.add_argument(
+        "--rounds", type=common.positive_int, help="rounds per cell (3; --quick: 1)"
+    )
+    parser.add_argument("--window", type=common.positive_float, help="measured s (10; --quick: 4)")
+    parser.add_argument(
+        "--warmup", type=common.positive_float, help="healthy s first (2; --quick: 1)"
     )
     parser.add_argument(
-        "--warmup", type=common.positive_float, help="healthy seconds before (3; --quick: 1)"
+        "--flap-period", type=common.positive_float, help="flapping half-period s (2; --quick: 1)"
     )
-    parser.add_argument(
-        "--flap-period", type=common.positive_float, help="flapping half-period s (5; --quick: 2)"
-    )
-    parser.add_argument("--bin", type=common.positive_float, default=1.0, help="timeline bin s")
     parser.add_argument(
         "--send-timeout", type=common.positive_float, default=3000.0, help="send budget, ms"
     )
     parser.add_argument(
-        "--throughput-seconds",
-        type=common.positive_float,
-        help="closed-loop window s (3; --quick: 1)",
+        "--throughput-seconds", type=common.positive_float, help="closed-loop s (3; --quick: 1)"
     )
-    parser.add_argument(
-        "--rounds", type=common.positive_int, help="closed-loop repetitions (5; --quick: 1)"
-    )
-    parser.add_argument("--scenario", action="append", help="run only these scenarios (repeatable)")
+    parser.add_argument("--max-rate", type=common.positive_float, help="skip measuring 'max'")
     return parser
 
 
 def settle_args(args: argparse.Namespace) -> argparse.Namespace:
     quick = args.quick
-    args.window = args.window or (5.0 if quick else 25.0)
-    args.warmup = args.warmup or (1.0 if quick else 3.0)
-    args.flap_period = args.flap_period or (2.0 if quick else 5.0)
+    args.rates = [
+        r.strip() for r in (args.rates or ("300" if quick else "300,3000,max")).split(",")
+    ]
+    for rate in args.rates:
+        if rate != "max" and not (rate.replace(".", "", 1).isdigit() and float(rate) > 0):
+            raise SystemExit(f"--rates: {rate!r} is neither a positive number nor 'max'")
+    args.loads = [
+        x.strip() for x in (args.loads or ("async" if quick else "async,await")).split(",")
+    ]
+    if not set(args.loads) <= {"async", "await"}:
+        raise SystemExit(f"--loads: {args.loads} (valid: async, await)")
+    args.scenario = args.scenario or (["healthy", "brownout"] if quick else list(SCENARIOS))
+    if unknown := set(args.scenario) - set(SCENARIOS):
+        raise SystemExit(f"unknown scenario(s) {sorted(unknown)}; valid: {', '.join(SCENARIOS)}")
+    args.strategy = args.strategy or list(STRATEGIES)
+    args.rounds = args.rounds or (1 if quick else 3)
+    args.window = args.window or (4.0 if quick else 10.0)
+    args.warmup = args.warmup or (1.0 if quick else 2.0)
+    args.flap_period = args.flap_period or (1.0 if quick else 2.0)
     args.throughput_seconds = args.throughput_seconds or (1.0 if quick else 3.0)
-    args.rounds = args.rounds or (1 if quick else 5)
-    args.steady_after_s = min(5.0, args.window / 3)
     return args
 
 
-async def healthy_throughput(args: argparse.Namespace, namesrv: str, pid: int) -> dict[str, Any]:
-    """Each strategy's closed-loop msgs/s on the healthy cluster, rounds interleaved, and
-    the client CPU it spent per message (less sensitive to a noisy neighbour)."""
-    rates: dict[str, list[float]] = {s: [] for s in STRATEGIES}
-    cpu_us: dict[str, list[float]] = {s: [] for s in STRATEGIES}
-    message = Message(TOPIC, b"x" * 1024)
-    async with contextlib.AsyncExitStack() as stack:  # producers close in reverse order
-        producers = {
-            s: await stack.enter_async_context(
-                Producer(f"bench-tp-{s}", namesrv=namesrv, routing=s)
-            )
-            for s in STRATEGIES
+def loops_for(rate: float) -> int:
+    return max(16, math.ceil(rate / 100))
+
+
+def run_worker(config: dict[str, Any]) -> dict[str, Any]:
+    """One measurement in a fresh process; its JSON summary. A worker that crashes (not
+    one that measured a failure) is run once more, and said so on stderr."""
+    try:
+        return _run_worker_once(config)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        common.console.print(f"[yellow]worker failed, running it again:[/yellow] {exc}")
+        return _run_worker_once(config)
+
+
+def _run_worker_once(config: dict[str, Any]) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks._faults_worker", json.dumps(config)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120 + float(config["window_s"]),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"worker failed ({config}):\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def rotation(strategies: list[str], round_no: int) -> list[str]:
+    k = round_no % len(strategies)
+    return strategies[k:] + strategies[:k]
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace, cluster: ClusterProcess) -> None:
+        self.args = args
+        self.base = {
+            "namesrv": cluster.namesrv,
+            "http": cluster.http_url,
+            "topic": TOPIC,
+            "send_timeout_ms": args.send_timeout,
+            "flap_period_s": args.flap_period,
+            "loop": args.loop,
         }
-        for producer in producers.values():
-            await producer.send(message)
+
+    def config(
+        self,
+        strategy: str,
+        scenario: str,
+        rate: float,
+        load: str,
+        loops: int,
+        warmup_s: float,
+        window_s: float,
+    ) -> dict[str, Any]:
+        return self.base | {
+            "strategy": strategy,
+            "scenario": scenario,
+            "rate": rate,
+            "load": load,
+            "loops": loops,
+            "warmup_s": warmup_s,
+            "window_s": window_s,
+        }
+
+    def throughput(self, advance: Any) -> dict[str, Any]:
+        args = self.args
+        runs: dict[str, list[dict[str, Any]]] = {s: [] for s in args.strategy}
         for n in range(args.rounds):
-            for strategy in STRATEGIES[n % 4 :] + STRATEGIES[: n % 4]:
-                load = AwaitLoad(producers[strategy], message, 256)
-                await load.start()
-                window = await measure(
-                    load.counter, warmup_s=0.5, duration_s=args.throughput_seconds, server_pid=pid
+            for strategy in rotation(args.strategy, n):
+                runs[strategy].append(
+                    run_worker(
+                        self.config(
+                            strategy,
+                            "healthy",
+                            1.0,
+                            "closed",
+                            THROUGHPUT_LOOPS,
+                            0.5,
+                            args.throughput_seconds,
+                        )
+                    )
                 )
-                await load.stop()
-                rates[strategy].append(window["msgs_per_s"])
-                if window["client_cpu"] is not None and window["msgs_per_s"]:
-                    cpu_us[strategy].append(1e6 * window["client_cpu"] / window["msgs_per_s"])
-    return {
-        s: {
-            "msgs_per_s": common.median(r),
-            "rounds": r,
-            "client_cpu_us_per_msg": round(common.median(cpu_us[s]), 2) if cpu_us[s] else None,
+                advance()
+        return {s: aggregate(r) for s, r in runs.items()}
+
+    def cell(self, rate: float, load: str, advance: Any) -> dict[str, Any]:
+        args, loops = self.args, loops_for(rate)
+        scenarios: dict[str, Any] = {}
+        for name in args.scenario:
+            scenario = SCENARIOS[name]
+            window = scenario.window_s(args.window)
+            runs: dict[str, list[dict[str, Any]]] = {s: [] for s in args.strategy}
+            for n in range(args.rounds):
+                for strategy in rotation(args.strategy, n):
+                    config = self.config(strategy, name, rate, load, loops, args.warmup, window)
+                    runs[strategy].append(run_worker(config))
+                    advance()
+            scenarios[name] = {
+                "description": scenario.description,
+                "goal": scenario.goal,
+                "window_s": window,
+                "strategies": {s: aggregate(r) for s, r in runs.items()},
+            }
+        return {
+            "rate": rate,
+            "load": load,
+            "loops": loops if load == "await" else None,
+            "scenarios": scenarios,
         }
-        for s, r in rates.items()
-    }
 
 
-def summarize(
-    samples: list[Sample], args: argparse.Namespace, brokers: list[str]
-) -> dict[str, Any]:
-    sent = len(samples)
-    ok = sum(s.ok for s in samples)
-    attempts = Counter(b for s in samples for b in s.attempt_brokers)
-    stored = Counter(s.broker for s in samples if s.broker is not None)
-    total_attempts = sum(attempts.values())
-    return {
-        "sent": sent,
-        "ok": ok,
-        "failed": sent - ok,
-        "success_rate": ok / sent if sent else None,
-        "latency": common.latency_summary(s.latency_s for s in samples),
-        "latency_steady": common.latency_summary(
-            s.latency_s for s in samples if s.offered_s >= args.steady_after_s
-        ),
-        "retries_per_msg": (total_attempts - sent) / sent if sent else None,
-        "throughput_msgs_per_s": ok / args.window,
-        "attempt_share": {
-            b: attempts[b] / total_attempts if total_attempts else 0 for b in brokers
-        },
-        "stored_share": {b: stored[b] / ok if ok else 0 for b in brokers},
-        "timeline": timeline(samples, args, brokers),
-    }
-
-
-def timeline(samples: list[Sample], args: argparse.Namespace, brokers: list[str]) -> dict[str, Any]:
-    bins = max(1, round(args.window / args.bin))
-    by_bin: list[list[Sample]] = [[] for _ in range(bins)]
-    for sample in samples:
-        by_bin[min(int(sample.offered_s / args.bin), bins - 1)].append(sample)
-    out: dict[str, Any] = {"t": [round(i * args.bin, 3) for i in range(bins)]}
-    for key, q in (("p50_ms", 50), ("p99_ms", 99), ("max_ms", 100)):
-        out[key] = [
-            common.percentile(sorted(s.latency_s * 1000 for s in chunk), q) for chunk in by_bin
-        ]
-    out["failed"] = [sum(not s.ok for s in chunk) for chunk in by_bin]
-    shares: dict[str, list[float]] = {b: [] for b in brokers}
-    for chunk in by_bin:
-        counts = Counter(b for s in chunk for b in s.attempt_brokers)
-        total = sum(counts.values()) or 1
-        for b in brokers:
-            shares[b].append(counts[b] / total)
-    out["attempt_share"] = shares
-    return out
-
-
-async def run_all(args: argparse.Namespace, cluster: ClusterProcess) -> dict[str, Any]:
-    brokers = sorted(cluster.brokers)
-    chosen = [
-        s for s in scenarios(args.flap_period) if not args.scenario or s.name in args.scenario
-    ]
-    results: dict[str, Any] = {"brokers": brokers, "faulty_broker": FAULTY, "scenarios": {}}
+def run_all(args: argparse.Namespace, cluster: ClusterProcess) -> dict[str, Any]:
+    runner = Runner(args, cluster)
+    per_cell = args.rounds * len(args.strategy) * len(args.scenario)
+    measure = "max" in args.rates and args.max_rate is None
+    total = len(args.rates) * len(args.loads) * per_cell + measure * args.rounds * len(
+        args.strategy
+    )
+    results: dict[str, Any] = {"brokers": sorted(cluster.brokers), "faulty_broker": FAULTY}
     with common.progress() as bar:
-        task = bar.add_task("healthy throughput", total=None)
-        results["healthy_throughput"] = await healthy_throughput(args, cluster.namesrv, cluster.pid)
-        bar.update(task, total=len(chosen) * (args.warmup + args.window), completed=0)
-        async with aiohttp.ClientSession() as session:
-            assert cluster.http_url is not None
-            control = FaultControl(cluster.http_url, session)
-            for scenario in chosen:
-                bar.update(task, description=f"scenario {scenario.name}")
-                samples = await run_scenario(
-                    scenario,
-                    namesrv=cluster.namesrv,
-                    control=control,
-                    topic=TOPIC,
-                    rate=args.rate,
-                    warmup_s=args.warmup,
-                    window_s=args.window,
-                    send_timeout_ms=args.send_timeout,
-                    on_tick=lambda dt: bar.advance(task, dt),
+        task = bar.add_task("healthy throughput", total=total)
+        results["throughput"] = runner.throughput(lambda: bar.advance(task)) if measure else None
+        max_rate = args.max_rate
+        if measure:
+            slowest = min(median_of(c, "msgs_per_s") or 0.0 for c in results["throughput"].values())
+            max_rate = max(100.0, round(MAX_RATE_FRACTION * slowest, -2))
+        results["max_rate"] = max_rate
+        results["cells"] = {}
+        for label in args.rates:
+            rate = float(label) if label != "max" else float(max_rate or 0.0)
+            for load in args.loads:
+                bar.update(task, description=f"{label} msg/s, {load}")
+                results["cells"][f"{label}/{load}"] = runner.cell(
+                    rate, load, lambda: bar.advance(task)
                 )
-                results["scenarios"][scenario.name] = describe(scenario) | {
-                    "strategies": {s: summarize(samples[s], args, brokers) for s in STRATEGIES}
-                }
     return results
 
 
-def describe(scenario: Scenario) -> dict[str, Any]:
-    return {
-        "description": scenario.description,
-        "fault": scenario.fault,
-        "flap_period_s": scenario.flap_period_s,
-    }
-
-
-def _p99(results: dict[str, Any], scenario: str, strategy: str) -> float | None:
-    value = results["scenarios"][scenario]["strategies"][strategy]["latency"]["p99_ms"]
-    return None if value is None else float(value)
-
-
-def targets_of(results: dict[str, Any]) -> list[common.Target]:
-    ran = results["scenarios"]
-    targets = []
-    rates = {name: ran[name]["strategies"]["adaptive"]["success_rate"] for name in ran}
-    worst = min(rates, key=lambda n: rates[n] if rates[n] is not None else -1.0)
-    targets.append(
-        common.Target(
-            "adaptive success rate, worst scenario",
-            rates[worst],
-            ">=",
-            1.0,
-            worst if (rates[worst] or 0.0) < 1.0 else "every scenario",
-        )
-    )
-    if "healthy" in ran and "brownout" in ran:
-        value = common.ratio(
-            _p99(results, "brownout", "adaptive"), _p99(results, "healthy", "adaptive")
-        )
-        targets.append(common.Target("adaptive p99 brown-out / healthy", value, "<=", 1.5))
-    for name in ran:
-        if name == "healthy":
-            continue
-        ratios = {
-            c: common.ratio(_p99(results, name, "adaptive"), _p99(results, name, c))
-            for c in CLASSIC
-        }
-        worst_classic = max(ratios, key=lambda c: ratios[c] or float("inf"))
-        targets.append(
-            common.Target(
-                f"adaptive p99 / classic p99 ({name})",
-                ratios[worst_classic],
-                "<=",
-                BEATS,
-                f"vs {worst_classic}",
-            )
-        )
-    healthy = results["healthy_throughput"]
-    ratios = {
-        c: common.ratio(healthy["adaptive"]["msgs_per_s"], healthy[c]["msgs_per_s"])
-        for c in CLASSIC
-    }
-    worst_classic = min(ratios, key=lambda c: ratios[c] or 0.0)
-    targets.append(
-        common.Target(
-            "adaptive healthy throughput / classic",
-            ratios[worst_classic],
-            ">=",
-            0.95,
-            f"vs {worst_classic}",
-        )
-    )
-    return targets
+def _spread(cell: dict[str, Any], figure: str, digits: int = 1, scale: float = 1.0) -> str:
+    item = cell[figure]
+    if item["median"] is None:
+        return "-"
+    low, high = item["spread"]
+    text = f"{scale * item['median']:,.{digits}f}"
+    if len(item["values"]) > 1:
+        text += f" [{scale * low:,.{digits}f}-{scale * high:,.{digits}f}]"
+    return text
 
 
 def print_table(results: dict[str, Any]) -> None:
-    table = Table(title=f"Send latency under faults on {FAULTY} (fixed offered rate, send_async)")
-    for column in (
-        "scenario",
-        "strategy",
-        "success",
-        "p50 ms",
-        "p99 ms",
-        "p999 ms",
-        "max ms",
-        "p99 steady",
-        "retries/msg",
-        f"{FAULTY} attempts",
-        "msg/s",
-    ):
-        table.add_column(column, justify="left" if column in ("scenario", "strategy") else "right")
-    for name, scenario in results["scenarios"].items():
-        for strategy, row in scenario["strategies"].items():
-            latency = row["latency"]
-            table.add_row(
-                name,
-                strategy,
-                f"{100 * (row['success_rate'] or 0):.2f}%",
-                common.fmt(latency["p50_ms"], 1),
-                common.fmt(latency["p99_ms"], 1),
-                common.fmt(latency["p999_ms"], 1),
-                common.fmt(latency["max_ms"], 0),
-                common.fmt(row["latency_steady"]["p99_ms"], 1),
-                common.fmt(row["retries_per_msg"], 3),
-                f"{100 * row['attempt_share'][FAULTY]:.1f}%",
-                common.fmt(row["throughput_msgs_per_s"], 0),
+    for cell in results["cells"].values():
+        loops = f", {cell['loops']} loops" if cell["loops"] else ""
+        table = Table(title=f"{cell['rate']:,.0f} msg/s, {cell['load']}{loops}: median [min-max]")
+        for column in (
+            "scenario",
+            "strategy",
+            "success %",
+            "p50 ms",
+            "p99 ms",
+            "p999 ms",
+            f"{FAULTY} share max/1 s %",
+            "retries/msg",
+            "CPU us/msg",
+        ):
+            table.add_column(
+                column, justify="left" if column in ("scenario", "strategy") else "right"
             )
-        table.add_section()
-    common.out.print(table)
-    healthy = Table(title="Healthy closed-loop throughput (256 concurrent await send)")
-    healthy.add_column("strategy")
-    healthy.add_column("msg/s (median)", justify="right")
-    healthy.add_column("client CPU us/msg", justify="right")
-    healthy.add_column("rounds", justify="right")
-    for strategy, row in results["healthy_throughput"].items():
-        rounds = ", ".join(f"{r:,.0f}" for r in row["rounds"])
-        cpu = common.fmt(row["client_cpu_us_per_msg"], 1)
-        healthy.add_row(strategy, common.fmt(row["msgs_per_s"], 0), cpu, rounds)
-    common.out.print(healthy)
+        for name, scenario in cell["scenarios"].items():
+            for strategy, row in scenario["strategies"].items():
+                table.add_row(
+                    name,
+                    strategy,
+                    _spread(row, "success_rate", 2, 100.0),
+                    _spread(row, "p50_ms"),
+                    _spread(row, "p99_ms"),
+                    _spread(row, "p999_ms"),
+                    _spread(row, "focus_share_max", 2, 100.0),
+                    _spread(row, "retries_per_msg", 3),
+                    _spread(row, "client_cpu_us_per_msg", 0),
+                )
+            table.add_section()
+        common.out.print(table)
+    if results.get("throughput"):
+        table = Table(title=f"Healthy closed-loop throughput ({THROUGHPUT_LOOPS} await loops)")
+        for column in ("strategy", "msg/s", "client CPU us/msg"):
+            table.add_column(column, justify="left" if column == "strategy" else "right")
+        for strategy, row in results["throughput"].items():
+            table.add_row(
+                strategy, _spread(row, "msgs_per_s", 0), _spread(row, "client_cpu_us_per_msg", 1)
+            )
+        common.out.print(table)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     args = settle_args(build_parser().parse_args(argv))
     started, machine = time.monotonic(), common.machine_info()
     with ClusterProcess(brokers=3, topics={TOPIC: 4}, sink=True, http=True) as cluster:
-        results = common.run(lambda: run_all(args, cluster), args.loop)
+        results = run_all(args, cluster)
         results["server"] = {"sink": True, "command": cluster.command[1:]}
     targets = targets_of(results)
     return common.finish(

@@ -56,36 +56,53 @@ def throughput(doc: dict[str, Any]) -> list[str]:
     return lines + _targets(doc)
 
 
+def _cell_figure(row: dict[str, Any], figure: str, digits: int = 1, scale: float = 1.0) -> str:
+    item = row[figure]
+    if item["median"] is None:
+        return "-"
+    text = f"{scale * item['median']:,.{digits}f}"
+    if len(item["values"]) > 1:
+        low, high = item["spread"]
+        text += f" ({scale * low:,.{digits}f}-{scale * high:,.{digits}f})"
+    return text
+
+
 def faults(doc: dict[str, Any]) -> list[str]:
     results = doc["results"]
     faulty = results["faulty_broker"]
-    lines = [
-        _origin(doc),
-        "",
-        f"| scenario | strategy | success | p50 ms | p99 ms | p999 ms | p99 after 5 s "
-        f"| retries / msg | attempts on {faulty} |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
-    ]
-    for name, scenario in results["scenarios"].items():
-        for strategy, r in scenario["strategies"].items():
-            lat = r["latency"]
+    lines = [_origin(doc), ""]
+    for label, cell in results["cells"].items():
+        loops = f", {cell['loops']} loops" if cell.get("loops") else ""
+        rounds = next(iter(next(iter(cell["scenarios"].values()))["strategies"].values()))
+        lines += [
+            f"**{cell['rate']:,.0f} msg/s, {cell['load']}{loops}** ({label}; median of "
+            f"{rounds['rounds']} rounds, (min-max))",
+            "",
+            f"| scenario | strategy | success % | p50 ms | p99 ms | p999 ms "
+            f"| {faulty} share, worst 1 s from 1 s in | retries / msg | client CPU us / msg |",
+            "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+        ]
+        for name, scenario in cell["scenarios"].items():
+            for strategy, r in scenario["strategies"].items():
+                lines.append(
+                    f"| {name} | {strategy} | {_cell_figure(r, 'success_rate', 2, 100.0)} "
+                    f"| {_cell_figure(r, 'p50_ms')} | {_cell_figure(r, 'p99_ms')} "
+                    f"| {_cell_figure(r, 'p999_ms')} "
+                    f"| {_cell_figure(r, 'focus_share_max', 2, 100.0)}% "
+                    f"| {_cell_figure(r, 'retries_per_msg', 3)} "
+                    f"| {_cell_figure(r, 'client_cpu_us_per_msg', 0)} |"
+                )
+        lines.append("")
+    if results.get("throughput"):
+        lines += [
+            "| strategy | healthy closed-loop msg/s | client CPU us / msg |",
+            "|---|--:|--:|",
+        ]
+        for strategy, r in results["throughput"].items():
             lines.append(
-                f"| {name} | {strategy} | {100 * (r['success_rate'] or 0):.2f}% "
-                f"| {_f(lat['p50_ms'])} | {_f(lat['p99_ms'])} | {_f(lat['p999_ms'])} "
-                f"| {_f(r['latency_steady']['p99_ms'])} | {_f(r['retries_per_msg'], 3)} "
-                f"| {100 * r['attempt_share'][faulty]:.1f}% |"
+                f"| {strategy} | {_cell_figure(r, 'msgs_per_s', 0)} "
+                f"| {_cell_figure(r, 'client_cpu_us_per_msg')} |"
             )
-    lines += [
-        "",
-        "| strategy | healthy closed-loop msg/s (median) | client CPU us / msg | rounds |",
-        "|---|--:|--:|---|",
-    ]
-    for strategy, r in results["healthy_throughput"].items():
-        rounds = ", ".join(f"{v:,.0f}" for v in r["rounds"])
-        lines.append(
-            f"| {strategy} | {_f(r['msgs_per_s'], 0)} "
-            f"| {_f(r.get('client_cpu_us_per_msg'))} | {rounds} |"
-        )
     return lines + _targets(doc)
 
 

@@ -54,14 +54,14 @@ class SimQueue:
 
 @dataclass
 class _Send:
-    start_ms: int
+    start_ms: float
     attempts: int = 0
     last_broker: str | None = None
 
 
 @dataclass
 class _Event:
-    at_ms: int
+    at_ms: float
     kind: str
     send: _Send | None = None
     broker: str = ""
@@ -84,12 +84,12 @@ class _Run:
         ]
         self.snapshot = PublishSnapshot(queues, random.Random(master.getrandbits(64)), topic="Sim")
         self.windows = [dict.fromkeys(self.traces, 0) for _ in range(self._window_count())]
-        self.latencies: list[int] = []
+        self.latencies: list[float] = []
         self.failures = 0
         self.probes = 0
         self.bans = 0
         # (time, sequence, event): the sequence keeps same-millisecond events in order
-        self._heap: list[tuple[int, int, _Event]] = []
+        self._heap: list[tuple[float, int, _Event]] = []
         self._seq = 0
 
     def _window_count(self) -> int:
@@ -98,7 +98,7 @@ class _Run:
 
     def push(
         self,
-        at_ms: int,
+        at_ms: float,
         kind: str,
         *,
         send: _Send | None = None,
@@ -122,16 +122,17 @@ class _Run:
         if now + self.scenario.interval_ms < self.scenario.duration_ms:
             self.push(now + self.scenario.interval_ms, "arrive")
 
-    def _attempt(self, send: _Send, now: int) -> None:
+    def _attempt(self, send: _Send, now: float) -> None:
         elapsed = now - send.start_ms
         if send.attempts >= self.scenario.attempts or elapsed >= self.scenario.budget_ms:
             self._finish(send, now, ok=False)
             return
-        queue = self.router.select_queue(self.snapshot, send.last_broker, now)
+        clock = int(now)  # the producer passes whole milliseconds
+        queue = self.router.select_queue(self.snapshot, send.last_broker, clock)
         broker = queue.broker_name
         send.attempts += 1
-        self.windows[now // self.scenario.window_ms][broker] += 1
-        self.router.on_dispatch(broker, now)
+        self.windows[clock // self.scenario.window_ms][broker] += 1
+        self.router.on_dispatch(broker, clock)
         timeout = self.scenario.attempt_timeout(elapsed)
         draw = self.traces[broker].phase_at(now).draw(self.outcomes, timeout)
         self.push(now + draw.latency_ms, "done", send=send, broker=broker, draw=draw)
@@ -144,7 +145,7 @@ class _Run:
             event.broker,
             draw.latency_ms,
             isolation=draw.failed,
-            now_ms=now,
+            now_ms=int(now),
             reachable=draw.reachable,
         )
         if not draw.failed:
@@ -153,14 +154,14 @@ class _Run:
         event.send.last_broker = event.broker
         self._attempt(event.send, now)
 
-    def _finish(self, send: _Send, now: int, *, ok: bool) -> None:
+    def _finish(self, send: _Send, now: float, *, ok: bool) -> None:
         self.latencies.append(now - send.start_ms)
         if not ok:
             self.failures += 1
 
     def _on_probe_tick(self, event: _Event) -> None:
         now = event.at_ms
-        for broker in self.router.due_probes(now):
+        for broker in self.router.due_probes(int(now)):
             if broker not in self.traces:
                 continue
             self.probes += 1
@@ -177,7 +178,7 @@ class _Run:
             event.broker,
             event.draw.latency_ms,
             isolation=event.draw.failed,
-            now_ms=event.at_ms,
+            now_ms=int(event.at_ms),
         )
 
     def report(self) -> SimReport:

@@ -1,11 +1,11 @@
 """The adaptive router (rule F4): weighted round-robin with a circuit breaker per broker.
 
-Selection walks the snapshot's round-robin index like Java and accepts each queue with
-its broker's weight (1 = full share). A healthy cluster therefore gets Java's exact
-round-robin, jitter and all; only a broker clearly slower than the median broker, or
-one with a real error rate, loses share in proportion to the evidence. Failing brokers
-are banned with escalating, decaying bans, probed while banned, and readmitted through
-one trial send at a time.
+Selection walks the snapshot's round-robin index like Java and accepts each queue by
+its broker's weight (1 = full share; weight w takes one look in 1/w, evenly spaced). A
+healthy cluster therefore gets Java's exact round-robin, jitter and all; only a broker
+clearly slower than the fastest healthy one, or one with a real error rate, loses share
+in proportion to the evidence. Failing brokers are banned with escalating, decaying
+bans, probed while banned, and readmitted through one trial send at a time.
 
 Why not power-of-two-choices on latency: "take the lower of two" turns any persistent
 ordering of noisy estimates into skew (with three equal brokers the one that happens to
@@ -55,7 +55,7 @@ class AdaptiveRouter:
         if last_broker is None and self._all_full:
             return snapshot.round_robin()  # what the walk below does when all accept
         queue = snapshot.step_until(
-            lambda q: q.broker_name != last_broker and self._accepts(weights[q.broker_name])
+            lambda q: q.broker_name != last_broker and self._accepts(q.broker_name, weights)
         )
         if queue is None:
             queue = self._fallback(snapshot, weights, last_broker)
@@ -78,7 +78,8 @@ class AdaptiveRouter:
     def _health_of(self, broker: str) -> BrokerHealth:
         health = self._health.get(broker)
         if health is None:
-            health = self._health[broker] = BrokerHealth()
+            # A random start desynchronises producers sharing a slow broker.
+            health = self._health[broker] = BrokerHealth(credit=self._rng.random())
         return health
 
     def _weights(self, brokers: tuple[str, ...], now_ms: int) -> dict[str, float]:
@@ -103,10 +104,11 @@ class AdaptiveRouter:
             effective[broker] = latency
             if latency is not None and health is not None and not health.tripped:
                 healthy.append(latency)
-        # The low median of the healthy brokers: a broker is judged by its peers, not by
-        # the luckiest one (with two brokers, the faster). Effective latencies on both
+        # The fastest healthy broker: with two of three brokers slow, a median would call
+        # slow normal and steer nothing. Jitter cannot make it "the luckiest one": only a
+        # broker over 2x slower (after the slack) loses share. Effective latencies on both
         # sides: a stall of our own event loop ages every broker alike and steers nothing.
-        reference = sorted(healthy)[(len(healthy) - 1) // 2] if healthy else None
+        reference = min(healthy) if healthy else None
         weights: dict[str, float] = {}
         for broker in brokers:
             weights[broker] = self._weight_of(broker, effective[broker], reference, now_ms)
@@ -128,13 +130,20 @@ class AdaptiveRouter:
         health.last_weight = weight
         return weight
 
-    def _accepts(self, weight: float) -> bool:
-        # Full and zero weights draw nothing, so healthy selection is deterministic.
+    def _accepts(self, broker: str, weights: dict[str, float]) -> bool:
+        weight = weights[broker]
         if weight >= 1.0:
             return True
         if weight <= 0.0:
             return False
-        return self._rng.random() < weight
+        # A partial weight is credit earned per look: a broker at weight w is taken once
+        # every 1/w looks, evenly spaced, never in a burst of lucky draws.
+        health = self._health[broker]
+        health.credit += weight
+        if health.credit < 1.0:
+            return False
+        health.credit -= 1.0
+        return True
 
     def _fallback(
         self, snapshot: PublishSnapshot[Q], weights: dict[str, float], last_broker: str | None
@@ -159,7 +168,7 @@ class AdaptiveRouter:
     def record(
         self,
         broker: str,
-        latency_ms: int,
+        latency_ms: float,
         *,
         isolation: bool,
         now_ms: int,
@@ -172,13 +181,23 @@ class AdaptiveRouter:
         was_tripped = health.tripped
         banned = False
         if not isolation:
-            health.on_success(latency_ms, now_ms, self._config)
+            prior = self._peer_latency(broker) if health.latency_ms is None else None
+            health.on_success(latency_ms, now_ms, self._config, prior_ms=prior)
         else:
             banned = health.on_failure(now_ms, self._config)
         self._bans += banned
         if health.tripped or was_tripped:
             self._cache_key = None  # bans and readmissions take effect at once
         return banned
+
+    def _peer_latency(self, broker: str) -> float | None:
+        """The low median latency estimate of the other healthy brokers (None if none)."""
+        peers = sorted(
+            h.latency_ms
+            for b, h in self._health.items()
+            if b != broker and h.latency_ms is not None and not h.tripped
+        )
+        return peers[(len(peers) - 1) // 2] if peers else None
 
     def due_probes(self, now_ms: int) -> list[str]:
         """Brokers to probe now. Each is returned at most once per probe interval: the

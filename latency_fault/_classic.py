@@ -50,7 +50,7 @@ class OffRouter:
     def record(
         self,
         broker: str,
-        latency_ms: int,
+        latency_ms: float,
         *,
         isolation: bool,
         now_ms: int,
@@ -110,7 +110,7 @@ class _ClassicBase:
     def record(
         self,
         broker: str,
-        latency_ms: int,
+        latency_ms: float,
         *,
         isolation: bool,
         now_ms: int,

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 
 __all__ = ["AdaptiveConfig", "BrokerHealth", "BrokerState"]
 
+# Past this many, the clip limit (spike_clip ** n) no longer matters; it stops growing.
+_MAX_SPIKES_IN_A_ROW = 8
+
 
 class BrokerState(enum.Enum):
     HEALTHY = "healthy"
@@ -34,15 +37,21 @@ class AdaptiveConfig:
     #: longer ones): an estimate is only as fresh as its last sample, and a starved
     #: broker that healed must not need dozens of samples to prove it.
     latency_memory_ms: float = 1000.0
-    #: A sample counts as at most this multiple of the estimate, so one GC pause cannot
-    #: swing it; a lasting slowdown still gets through, 1.6x per sample.
+    #: A sample counts as at most this multiple of the estimate, both measured with
+    #: `latency_slack_ms` added (the scale on which brokers are compared), so one GC
+    #: pause cannot swing the estimate. The slack is the floor: a 0.3 ms estimate lets a
+    #: sample count up to 4 * 5.3 - 5 = 16 ms, not 1.2 ms. Each further clipped sample
+    #: in a row multiplies the limit by this again (x4, x16, x64): a lasting slowdown
+    #: is evidence from several samples, and gets through in about three.
     spike_clip: float = 4.0
     #: Weight of one outcome in the error rate estimate.
     error_alpha: float = 0.1
     #: Error rates up to this cost nothing: one stray error must not move load.
     error_tolerance: float = 0.1
-    #: A broker is slow when its latency exceeds this multiple of the median broker's.
-    #: Healthy jitter stays far below it, so healthy load stays exactly round-robin.
+    #: A broker is slow when its latency exceeds this multiple of the fastest healthy
+    #: broker's (each with the slack added). Healthy jitter stays far below it, so
+    #: healthy load stays exactly round-robin; brokers a real 2x apart (another zone)
+    #: do share unevenly.
     slow_tolerance: float = 2.0
     #: Beyond the tolerance, weight falls as (tolerance / ratio) ** exponent.
     slow_exponent: float = 3.0
@@ -50,8 +59,9 @@ class AdaptiveConfig:
     latency_slack_ms: float = 5.0
     #: A slow broker keeps this fraction of a full weight, so its estimate stays fresh
     #: even without probes. Its route share is about half of it (its queues sit together,
-    #: and a selection entering them tries each): 0.3% keeps a 300 ms broker out of p99.
-    min_weight: float = 0.003
+    #: and a selection entering them tries each), evenly spaced: at 300 msg/s a 300 ms
+    #: broker gets one send in ~7 s, far out of p99 and under 0.5% of every second.
+    min_weight: float = 0.001
     #: Consecutive failures that ban a healthy broker: one stray error is retried
     #: elsewhere without banning; a dead broker is banned on its second failure.
     failures_to_ban: int = 2
@@ -84,7 +94,12 @@ class BrokerHealth:
     next_trial_ms: int = 0
     trial_successes: int = 0
     last_sample_ms: int = 0
+    #: Consecutive samples above the clip limit (see `AdaptiveConfig.spike_clip`).
+    spikes_in_a_row: int = 0
     last_weight: float = 1.0
+    #: Partial-weight credit, in [0, 1): each look at one of the broker's queues adds its
+    #: weight, and a look that brings it to 1 takes the queue (and pays 1).
+    credit: float = 0.0
     #: Dispatch times of the attempts still in flight, oldest first. An answer ends the
     #: oldest: exact for the age of the oldest when answers come in order, and an
     #: underestimate otherwise, which can only delay steering, never cause it.
@@ -112,11 +127,20 @@ class BrokerHealth:
             return BrokerState.HEALTHY
         return BrokerState.BANNED if now_ms < self.banned_until_ms else BrokerState.HALF_OPEN
 
-    def on_success(self, latency_ms: int, now_ms: int, config: AdaptiveConfig) -> None:
+    def on_success(
+        self,
+        latency_ms: float,
+        now_ms: int,
+        config: AdaptiveConfig,
+        *,
+        prior_ms: float | None = None,
+    ) -> None:
+        """Account one answer. `prior_ms` is what to believe of a broker that has no
+        estimate yet (its peers' reference latency; None: nothing known, 0)."""
         gap_ms = max(0, now_ms - self.last_sample_ms)
         self.last_sample_ms = max(self.last_sample_ms, now_ms)
         self.consecutive_failures = 0
-        self._add_latency(float(latency_ms), gap_ms, config)
+        self._add_latency(max(0.0, latency_ms), gap_ms, config, prior_ms)
         if self.tripped:
             self._recover(now_ms, config)
         else:
@@ -136,13 +160,26 @@ class BrokerHealth:
             return True
         return False
 
-    def _add_latency(self, sample: float, gap_ms: int, config: AdaptiveConfig) -> None:
+    def _add_latency(
+        self, sample: float, gap_ms: int, config: AdaptiveConfig, prior_ms: float | None
+    ) -> None:
+        alpha = config.latency_alpha
         if self.latency_ms is None:
-            self.latency_ms = sample
-            return
-        sample = min(sample, config.spike_clip * self.latency_ms)
-        alpha = max(config.latency_alpha, 1.0 - math.exp(-gap_ms / config.latency_memory_ms))
-        self.latency_ms += alpha * (sample - self.latency_ms)
+            # The first answer is one sample like any other, weighed against a prior: a
+            # cold first answer (a JVM warming up, a connection being set up) must not
+            # become the estimate and starve a healthy broker of the samples to undo it.
+            estimate = 0.0 if prior_ms is None else prior_ms
+        else:
+            estimate = self.latency_ms
+            alpha = max(alpha, 1.0 - math.exp(-gap_ms / config.latency_memory_ms))
+        slack = config.latency_slack_ms
+        if sample + slack > config.spike_clip * (estimate + slack):
+            self.spikes_in_a_row = min(self.spikes_in_a_row + 1, _MAX_SPIKES_IN_A_ROW)
+            limit = config.spike_clip**self.spikes_in_a_row * (estimate + slack) - slack
+            sample = min(sample, limit)
+        else:
+            self.spikes_in_a_row = 0
+        self.latency_ms = estimate + alpha * (sample - estimate)
 
     def _ban(self, now_ms: int, config: AdaptiveConfig) -> None:
         # Quiet time is counted from the end of the last ban: time spent banned proves
@@ -175,7 +212,7 @@ class BrokerHealth:
         self, latency_ms: float | None, reference_ms: float | None, config: AdaptiveConfig
     ) -> float:
         """Relative share of traffic while healthy (1 is a full share), given this
-        broker's effective latency and the reference (median) one."""
+        broker's effective latency and the reference (fastest healthy) one."""
         return self._latency_weight(latency_ms, reference_ms, config) * self._error_weight(config)
 
     @staticmethod
@@ -218,7 +255,7 @@ class BrokerHealth:
         self.next_probe_ms = now_ms + config.probe_interval_ms
 
     def describe(self, now_ms: int) -> str:
-        latency = "?" if self.latency_ms is None else f"{self.latency_ms:.0f}ms"
+        latency = "?" if self.latency_ms is None else f"{self.latency_ms:.1f}ms"
         text = f"{self.state(now_ms).value} lat={latency} err={self.error_rate:.2f}"
         text += f" w={self.last_weight:.2f}"
         if self.outstanding:

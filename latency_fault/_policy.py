@@ -39,14 +39,17 @@ class FaultPolicy:
         if list(self.latency_max_ms) != sorted(self.latency_max_ms):
             raise ValueError("latency_max_ms must be ascending")
 
-    def not_available_duration(self, latency_ms: int) -> int:
-        """`computeNotAvailableDuration`: the duration of the highest step reached."""
+    def not_available_duration(self, latency_ms: float) -> int:
+        """`computeNotAvailableDuration`: the duration of the highest step reached.
+
+        Java compares whole milliseconds; a float `x` reaches a step exactly when
+        `floor(x)` does, since the steps are whole."""
         for step in range(len(self.latency_max_ms) - 1, -1, -1):
             if latency_ms >= self.latency_max_ms[step]:
                 return self.not_available_ms[step]
         return 0
 
-    def ban_duration(self, latency_ms: int, *, isolation: bool) -> int:
+    def ban_duration(self, latency_ms: float, *, isolation: bool) -> int:
         """`updateFaultItem`: an isolated broker is judged as if it took the isolation
         latency; otherwise by the latency it really took."""
         return self.not_available_duration(self.isolation_latency_ms if isolation else latency_ms)

@@ -27,7 +27,7 @@ class Router(Protocol):
     def record(
         self,
         broker: str,
-        latency_ms: int,
+        latency_ms: float,
         *,
         isolation: bool,
         now_ms: int,

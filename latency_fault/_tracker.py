@@ -23,7 +23,7 @@ class FaultItem:
     """`LatencyFaultToleranceImpl.FaultItem`: last latency and when the broker is usable."""
 
     name: str
-    current_latency: int = 0
+    current_latency: float = 0.0
     start_timestamp: int = 0
     reachable: bool = True
 
@@ -31,7 +31,7 @@ class FaultItem:
         # Java: `now - startTimestamp >= 0` (4.9), `now >= startTimestamp` (5.x).
         return now_ms >= self.start_timestamp
 
-    def sort_key(self, now_ms: int) -> tuple[bool, int, int]:
+    def sort_key(self, now_ms: int) -> tuple[bool, float, int]:
         """`FaultItem.compareTo`: available first, then lower latency, then earlier start."""
         return (not self.is_available(now_ms), self.current_latency, self.start_timestamp)
 
@@ -50,7 +50,7 @@ class FaultTracker:
         return self._rule
 
     def update(
-        self, name: str, latency_ms: int, duration_ms: int, *, reachable: bool, now_ms: int
+        self, name: str, latency_ms: float, duration_ms: int, *, reachable: bool, now_ms: int
     ) -> bool:
         """`updateFaultItem`; returns whether it banned a broker that was available (a
         window moved while the broker is already banned is not a new ban)."""

@@ -210,7 +210,7 @@ class Sender:
         """S8: success -> latency; any error -> isolation (5.x marks broker codes unreachable)."""
         banned = self.router.record(
             broker,
-            int(latency_ms),
+            latency_ms,
             isolation=error is not None,
             now_ms=int(now_ms),
             reachable=not isinstance(error, BrokerError),

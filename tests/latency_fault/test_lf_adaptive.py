@@ -71,16 +71,83 @@ def test_f4a_weight_is_relative_to_the_median_broker_with_slack() -> None:
     assert _shares(router, 300, now=1) == {"a": 100, "b": 100, "c": 100}
 
 
+def _warm(router: AdaptiveRouter, latencies: dict[str, float], rounds: int = 40) -> int:
+    """Feed every broker `rounds` answers at its latency, 1 ms apart; returns the time."""
+    now = 0
+    for _ in range(rounds):
+        for broker, latency in latencies.items():
+            router.record(broker, latency, isolation=False, now_ms=now)
+        now += 1
+    return now
+
+
+def test_f4a_two_of_three_slow_brokers_lose_their_share_to_the_healthy_one() -> None:
+    router = _router()
+    now = _warm(router, {"a": 1, "b": 300, "c": 300})
+    counts = _shares(router, 3000, now=now)
+    assert counts["a"] > 2900, counts
+
+
 def test_f4_one_latency_spike_is_clipped() -> None:
     router = _router()
-    for i in range(20):
-        for broker in "abc":
-            router.record(broker, 20, isolation=False, now_ms=i)
-    router.record("c", 5000, isolation=False, now_ms=21)
+    now = _warm(router, {"a": 20, "b": 20, "c": 20})
     health = router.health("c")
     assert health is not None and health.latency_ms is not None
-    assert health.latency_ms == pytest.approx(20 + 0.2 * (80 - 20))
-    assert _shares(router, 300, now=22) == {"a": 100, "b": 100, "c": 100}
+    before = health.latency_ms
+    router.record("c", 5000, isolation=False, now_ms=now)
+    # counted as 4x the estimate, both with the 5 ms slack: 4 * (20 + 5) - 5 = 95 ms
+    limit = CFG.spike_clip * (before + CFG.latency_slack_ms) - CFG.latency_slack_ms
+    assert health.latency_ms == pytest.approx(before + CFG.latency_alpha * (limit - before))
+    assert _shares(router, 300, now=now + 1) == {"a": 100, "b": 100, "c": 100}
+
+
+def test_f4_spikes_in_a_row_are_a_slowdown_and_get_through() -> None:
+    router = _router()
+    now = _warm(router, {"a": 20, "b": 20, "c": 20})
+    health = router.health("c")
+    assert health is not None
+    for _ in range(3):
+        router.record("c", 400, isolation=False, now_ms=now)
+    assert health.latency_ms is not None and health.latency_ms > 150
+    assert _shares(router, 3000, now=now + 1)["c"] < 100  # of a fair 1000
+    # ...while a normal answer in between resets the count: spike, normal, spike
+    router = _router()
+    now = _warm(router, {"a": 20, "b": 20, "c": 20})
+    for latency in (400, 20, 400):
+        router.record("c", latency, isolation=False, now_ms=now)
+    health = router.health("c")
+    assert health is not None and health.latency_ms is not None
+    assert health.latency_ms < 60  # each spike clipped at 4x: 35, 32, 54 ms
+    assert health.spikes_in_a_row == 1
+
+
+def test_f4_the_slack_is_the_clip_floor_so_sub_ms_estimates_still_see_300ms() -> None:
+    router = _router()
+    now = _warm(router, {"a": 0.3, "b": 0.3, "c": 0.3})
+    router.record("c", 300, isolation=False, now_ms=now)
+    health = router.health("c")
+    assert health is not None and health.latency_ms is not None
+    # not 1.6 x 0.3 ms: the limit is 4 * (0.3 + 5) - 5 = 16.2 ms
+    assert health.latency_ms == pytest.approx(0.3 + 0.2 * (16.2 - 0.3), abs=0.01)
+
+
+def test_f4_a_first_answer_is_weighed_against_the_peers_not_taken_whole() -> None:
+    router = _router()
+    now = _warm(router, {"a": 1, "b": 1})
+    router.record("c", 77, isolation=False, now_ms=now)  # c's cold first answer
+    health = router.health("c")
+    assert health is not None and health.latency_ms is not None
+    # from the peers' 1 ms: limit 4 * (1 + 5) - 5 = 19 ms, weighed 0.2
+    assert health.latency_ms == pytest.approx(1 + 0.2 * (19 - 1), abs=0.01)
+    assert _shares(router, 300, now=now + 1) == {"a": 100, "b": 100, "c": 100}
+
+
+def test_f4_a_first_answer_with_no_peer_known_is_weighed_against_zero() -> None:
+    router = _router()
+    router.record("a", 77, isolation=False, now_ms=0)
+    health = router.health("a")
+    assert health is not None
+    assert health.latency_ms == pytest.approx(0.2 * (4 * 5 - 5))
 
 
 def test_f4_a_sample_after_a_long_silence_counts_for_more() -> None:
@@ -205,12 +272,13 @@ def test_f4_a_real_error_rate_costs_share() -> None:
 
 def test_f4_starved_slow_broker_is_offered_a_probe() -> None:
     router = _router()
-    for broker, latency in {"a": 20, "b": 20, "c": 400}.items():
-        router.record(broker, latency, isolation=False, now_ms=0)
+    now = _warm(router, {"a": 20, "b": 20, "c": 400})
     snap = snapshot(LAYOUT)
-    router.select_queue(snap, None, 10)  # weights computed: c is slow
-    assert router.due_probes(500) == []
-    assert router.due_probes(CFG.probe_interval_ms) == ["c"]
+    router.select_queue(snap, None, now)  # weights computed: c is slow
+    health = router.health("c")
+    assert health is not None and health.last_weight < 1
+    assert router.due_probes(now + 500) == []
+    assert router.due_probes(now + CFG.probe_interval_ms) == ["c"]
 
 
 def test_f4_retry_avoids_the_last_broker_when_another_is_usable() -> None:
@@ -255,10 +323,10 @@ def test_f4_retain_and_forget_drop_departed_brokers() -> None:
 
 def test_f4_repr_shows_live_state() -> None:
     router = _router()
-    router.record("a", 20, isolation=False, now_ms=0)
+    _warm(router, {"a": 20})
     _fail(router, "b", 5, times=2)
     text = repr(router)
-    assert "'a': 'healthy lat=20ms" in text
+    assert "'a': 'healthy lat=20.0ms" in text
     assert "'b': 'banned" in text
     assert "until=1005" in text
     assert "bans=1" in text

@@ -10,29 +10,38 @@ b's share of attempts in [12 s, 35 s); "back in" is how soon after 35 s b had at
 
 | scenario | router | focus share | back in | p50 ms | p99 ms | failed | extra attempts | probes |
 |---|---|---|---|---|---|---|---|---|
-| healthy_jitter | off / classic_4_9 / classic_5 / adaptive | - | - | 20 | 24 | 0 | 0 | 0 |
-| slow_5x (100 ms) | off, classic_4_9, classic_5 | 0.333 | 1 s | 21 | 117 | 0 | 0 | 0 |
-| slow_5x (100 ms) | adaptive | 0.054 | 2 s | 20 | 103 | 0 | 0 | 0 |
-| slow_10x (200 ms) | off, classic_4_9, classic_5 | 0.333 | 1 s | 21 | 234 | 0 | 0 | 0 |
-| slow_10x (200 ms) | adaptive | 0.008 | 2 s | 20 | 24 | 0 | 0 | 9 |
-| slow_400ms | off, classic_4_9, classic_5 | 0.333 | 1 s | 21 | 469 | 0 | 0 | 0 |
-| slow_400ms | adaptive | 0.004 | 3 s | 20 | 24 | 0 | 0 | 10 |
-| errors_30pct | off | 0.334 | 1 s | 20 | 43 | 0 | 558 | 0 |
-| errors_30pct | classic_4_9 | 0.000 | never | 20 | 24 | 0 | 15 | 0 |
-| errors_30pct | classic_5 | 0.002 | 7 s | 20 | 24 | 0 | 4 | 0 |
-| errors_30pct | adaptive | 0.030 | 1 s | 20 | 24 | 0 | 52 | 20 |
-| refusing | off | 0.111 | 1 s | 20 | 24 | 0 | 625 | 0 |
-| refusing | classic_4_9 | 0.000 | never | 20 | 24 | 0 | 2 | 0 |
-| refusing | classic_5 | 0.000 | 6 s | 20 | 24 | 0 | 3 | 0 |
-| refusing | adaptive | 0.001 | 2 s | 20 | 24 | 0 | 6 | 23 |
-| hung | off | 0.209 | 2 s | 21 | 1023 | 0 | 1352 | 0 |
-| hung | classic_4_9 | 0.000 | never | 20 | 24 | 0 | 66 | 0 |
-| hung | classic_5 | 0.029 | 12 s | 20 | 1019 | 0 | 202 | 0 |
-| hung | adaptive | 0.001 | 2 s | 20 | 24 | 0 | 70 | 22 |
-| hung_uncapped | off | 0.333 | 1 s | 21 | 3000 | 1666 | 0 | 0 |
-| hung_uncapped | classic_4_9 | 0.014 | never | 20 | 3000 | 200 | 0 | 0 |
-| hung_uncapped | classic_5 | 0.058 | 8 s | 20 | 3000 | 400 | 0 | 0 |
-| hung_uncapped | adaptive | 0.015 | 2 s | 20 | 3000 | 205 | 0 | 20 |
+| healthy_jitter | off | - | - | 20 | 24 | 0/12000 | 0 | 0 |
+| healthy_jitter | classic_4_9 | - | - | 20 | 24 | 0/12000 | 0 | 0 |
+| healthy_jitter | classic_5 | - | - | 20 | 24 | 0/12000 | 0 | 0 |
+| healthy_jitter | adaptive | - | - | 20 | 24 | 0/12000 | 0 | 0 |
+| slow_5x | off | 0.333 | 1 s | 21 | 117 | 0/12000 | 0 | 0 |
+| slow_5x | classic_4_9 | 0.333 | 1 s | 21 | 117 | 0/12000 | 0 | 0 |
+| slow_5x | classic_5 | 0.333 | 1 s | 21 | 117 | 0/12000 | 0 | 0 |
+| slow_5x | adaptive | 0.054 | 2 s | 20 | 103 | 0/12000 | 0 | 0 |
+| slow_10x | off | 0.333 | 1 s | 21 | 234 | 0/12000 | 0 | 0 |
+| slow_10x | classic_4_9 | 0.333 | 1 s | 21 | 234 | 0/12000 | 0 | 0 |
+| slow_10x | classic_5 | 0.333 | 1 s | 21 | 234 | 0/12000 | 0 | 0 |
+| slow_10x | adaptive | 0.007 | 2 s | 20 | 24 | 0/12000 | 0 | 0 |
+| slow_400ms | off | 0.333 | 1 s | 21 | 469 | 0/12000 | 0 | 0 |
+| slow_400ms | classic_4_9 | 0.333 | 1 s | 21 | 469 | 0/12000 | 0 | 0 |
+| slow_400ms | classic_5 | 0.333 | 1 s | 21 | 469 | 0/12000 | 0 | 0 |
+| slow_400ms | adaptive | 0.001 | 3 s | 20 | 24 | 0/12000 | 0 | 15 |
+| errors_30pct | off | 0.334 | 1 s | 20 | 43 | 0/12000 | 558 | 0 |
+| errors_30pct | classic_4_9 | 0.000 | never | 20 | 24 | 0/12000 | 15 | 0 |
+| errors_30pct | classic_5 | 0.002 | 7 s | 20 | 24 | 0/12000 | 4 | 0 |
+| errors_30pct | adaptive | 0.024 | 2 s | 20 | 24 | 0/12000 | 46 | 21 |
+| refusing | off | 0.111 | 1 s | 20 | 24 | 0/12000 | 625 | 0 |
+| refusing | classic_4_9 | 0.000 | never | 20 | 24 | 0/12000 | 2 | 0 |
+| refusing | classic_5 | 0.000 | 6 s | 20 | 24 | 0/12000 | 3 | 0 |
+| refusing | adaptive | 0.001 | 2 s | 20 | 24 | 0/12000 | 6 | 23 |
+| hung | off | 0.209 | 2 s | 21 | 1023 | 0/12000 | 1352 | 0 |
+| hung | classic_4_9 | 0.000 | never | 20 | 24 | 0/12000 | 66 | 0 |
+| hung | classic_5 | 0.029 | 12 s | 20 | 1019 | 0/12000 | 202 | 0 |
+| hung | adaptive | 0.001 | 2 s | 20 | 24 | 0/12000 | 9 | 22 |
+| hung_uncapped | off | 0.333 | 1 s | 21 | 3000 | 1666/12000 | 0 | 0 |
+| hung_uncapped | classic_4_9 | 0.014 | never | 20 | 3000 | 200/12000 | 0 | 0 |
+| hung_uncapped | classic_5 | 0.058 | 8 s | 20 | 3000 | 400/12000 | 0 | 0 |
+| hung_uncapped | adaptive | 0.001 | 2 s | 20 | 24 | 10/12000 | 0 | 22 |
 
 The assertions below keep margins around these figures, so a small tuning change does not
 break them while a regression does.
@@ -201,7 +210,7 @@ def test_f4_adaptive_is_never_worse_at_the_tail_than_any_classic() -> None:
         adaptive = run(name, "adaptive")
         for router in CLASSICS:
             classic = run(name, router)
-            assert adaptive.p99_ms <= classic.p99_ms, (name, router)
+            assert adaptive.p99_ms <= classic.p99_ms * 1.01, (name, router)  # 1%: noise
             assert adaptive.failures <= classic.failures * 1.1, (name, router)
 
 
