@@ -7,6 +7,7 @@ import enum
 import logging
 import os
 import random
+import warnings
 from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Literal
@@ -139,6 +140,23 @@ class Producer:
         self._maintenance: Maintenance | None = None
 
     # -- life cycle -------------------------------------------------------------------
+
+    def __enter__(self) -> None:
+        raise TypeError(
+            "Producer is async: use `async with Producer(...)`; from synchronous code, "
+            "use producer.blocking.Producer"
+        )
+
+    def __exit__(self, *exc_info: object) -> None:  # pragma: no cover - __enter__ raises
+        return None
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        if getattr(self, "state", None) is ProducerState.RUNNING:
+            _warn(
+                f"unclosed {self!r}: use `async with` or `await producer.aclose()`",
+                ResourceWarning,
+                source=self,
+            )
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -289,8 +307,14 @@ class Producer:
     # -- internals --------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self.state is not ProducerState.RUNNING:
-            raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}")
+        if self.state is ProducerState.RUNNING:
+            return
+        if self.state is ProducerState.NEW:
+            raise ProducerClosedError(
+                f"producer {self.group!r} is not started: use `async with Producer(...)` "
+                "or `await producer.start()` first"
+            )
+        raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}")
 
     def _next_uniq_key(self) -> str:
         return self._uniq_keys.next_id(self._clock.wall_ms())
@@ -317,6 +341,7 @@ class Producer:
             policy=options.retry_policy,
             max_attempts=attempts,
             deadline_ms=self._clock.monotonic_ms() + budget,
+            budget_ms=budget,
             retry_not_store_ok=options.retry_another_broker_when_not_store_ok,
             rng=self._rng,
         )

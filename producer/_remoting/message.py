@@ -25,6 +25,14 @@ class Message:
     wait_store_msg_ok: bool = True
     flag: int = 0
 
+    def __post_init__(self) -> None:
+        # A str body has no single right encoding and a dict none at all: say so now,
+        # where the mistake is, not at send time.
+        body: object = self.body  # typed bytes, but callers are not all type-checked
+        if not isinstance(body, (bytes, bytearray, memoryview)):
+            hint = " (encode it, e.g. text.encode())" if isinstance(body, str) else ""
+            raise TypeError(f"Message body must be bytes, not {type(body).__name__}{hint}")
+
 
 @dataclass(frozen=True, slots=True)
 class MessageQueue:

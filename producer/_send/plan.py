@@ -97,6 +97,7 @@ class SendPlan:
         "_not_ok_result",
         "_rng",
         "attempts",
+        "budget_ms",
         "deadline_ms",
         "last_broker",
         "last_result",
@@ -113,6 +114,7 @@ class SendPlan:
         policy: RetryPolicy,
         max_attempts: int,
         deadline_ms: float,
+        budget_ms: float,
         retry_not_store_ok: bool,
         rng: random.Random,
     ) -> None:
@@ -120,6 +122,7 @@ class SendPlan:
         self.policy = policy
         self.max_attempts = max_attempts
         self.deadline_ms = deadline_ms
+        self.budget_ms = budget_ms
         self.retry_not_store_ok = retry_not_store_ok
         self.attempts: list[AttemptRecord] = []
         self.last_broker: str | None = None
@@ -147,7 +150,8 @@ class SendPlan:
     def timeout_error(self) -> SendTimeout:
         """The budget ran out: a ``TimeoutError`` carrying the last attempt's error."""
         error = SendTimeout(
-            f"send call timeout: budget exhausted after {len(self.attempts)} attempt(s)",
+            f"send call timeout: its {self.budget_ms:g} ms budget (send_timeout_ms, or the "
+            f"call's timeout_ms) ran out after {len(self.attempts)} attempt(s)",
             last_error=self._last_error,
             attempts=self.attempts,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 
 import anyio
 import pytest
@@ -31,7 +32,7 @@ def other_tasks() -> set[object]:
 
 async def test_closed_producer_refuses_sends(cluster: DevClusterThread) -> None:
     p = make_producer(cluster)
-    with pytest.raises(ProducerClosedError, match="new"):
+    with pytest.raises(ProducerClosedError, match=r"not started: use `async with"):
         await p.send(Message(TOPIC, b"x"))
     async with p:
         assert p.state is ProducerState.RUNNING
@@ -145,3 +146,29 @@ async def test_heartbeat_and_unregister_reach_the_brokers(cluster: DevClusterThr
         await p._maintenance.heartbeat(cluster.broker_addr("broker-a"))  # type: ignore[union-attr]
         assert "test-group" in cluster.clients("broker-a").get(p.client_id, frozenset())
     assert p.client_id not in cluster.clients("broker-a")
+
+
+def test_sync_with_points_at_async_with_and_the_blocking_producer(
+    cluster: DevClusterThread,
+) -> None:
+    with pytest.raises(TypeError, match=r"async with.*producer\.blocking"), make_producer(cluster):
+        pass
+
+
+@pytest.mark.parametrize("body", ["text", {"id": 1}, 42])
+def test_a_body_that_is_not_bytes_is_a_type_error_at_construction(body: object) -> None:
+    with pytest.raises(TypeError, match="body must be bytes"):
+        Message(TOPIC, body)  # type: ignore[arg-type]
+
+
+async def test_a_producer_dropped_running_warns(cluster: DevClusterThread) -> None:
+    p = make_producer(cluster)
+    await p.start()
+    try:
+        with pytest.warns(ResourceWarning, match="unclosed"):
+            p.__del__()
+    finally:
+        await p.aclose()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p.__del__()  # closed: silent

@@ -37,6 +37,7 @@ def plan(
         policy=policy or RetryPolicy.default(),
         max_attempts=attempts,
         deadline_ms=deadline,
+        budget_ms=deadline,
         retry_not_store_ok=not_store_ok,
         rng=random.Random(7),
     )
@@ -245,3 +246,12 @@ def test_oneway_write_finishes_without_a_result_and_records_the_attempt() -> Non
 )
 def test_s1_a2_attempt_count_by_mode(mode: SendMode, keyed: bool, expected: int) -> None:
     assert max_attempts(mode, keyed=keyed, sync_retries=2, async_retries=5) == expected
+
+
+def test_s2_the_timeout_says_its_budget() -> None:
+    p = plan(deadline=1234.0)
+    p.next_attempt(0.0)
+    p.on_error(Q_A, RequestTimeout("t"), 1234.0, 1234.0)
+    done = p.next_attempt(1234.0)
+    assert isinstance(done, Finish) and isinstance(done.error, SendTimeout)
+    assert "1234 ms budget" in str(done.error)
