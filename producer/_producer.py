@@ -33,8 +33,15 @@ from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
 from producer._send.sender import Sender, SendJob
 from producer._send.telemetry import Telemetry
+from producer._send.tracker import SendTracker
 from producer._transport import ConnectionPool, Connector, current_runtime
-from producer.errors import Fate, LocalProtocolError, ProducerClosedError, ProducerError
+from producer.errors import (
+    Fate,
+    LocalProtocolError,
+    ProducerClosedError,
+    ProducerError,
+    SendTimeout,
+)
 
 log = logging.getLogger("producer")
 
@@ -132,6 +139,7 @@ class Producer:
         self._limiter = InFlightLimiter(
             max_in_flight, max_in_flight_bytes, fail_fast=backpressure == "fail"
         )
+        self._tracker = SendTracker()
         self.state = ProducerState.NEW
         self._tg: TaskGroup | None = None
         self._async_sends: _AsyncSends | None = None
@@ -244,6 +252,22 @@ class Producer:
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
             await self._limiter.wait_idle()
 
+    async def flush(self, *, timeout_ms: float | None = None) -> None:
+        """Wait until every send begun before this call has finished (successfully or not).
+
+        Sends begun meanwhile are not waited for. Raises ``TimeoutError`` (a
+        :class:`SendTimeout`) if ``timeout_ms`` passes first; the sends carry on.
+        """
+        ticket = self._tracker.last_ticket
+        if timeout_ms is None:
+            await self._tracker.wait_through(ticket)
+            return
+        with anyio.move_on_after(timeout_ms / 1000.0):
+            await self._tracker.wait_through(ticket)
+        if not self._tracker.done_through(ticket):
+            open_sends = self._tracker.open_count
+            raise SendTimeout(f"flush timed out after {timeout_ms:g} ms, {open_sends} open")
+
     @property
     def in_flight(self) -> int:
         """Sends holding an in-flight slot or waiting for one."""
@@ -291,7 +315,7 @@ class Producer:
         # Take the in-flight slot now when there is room, so that close() drains this
         # send even if its task has not started yet.
         holds_slot = self._limiter.try_acquire(len(prepared.body))
-        job = SendJob(prepared, message, holds_slot=holds_slot)
+        job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
         future = SendFuture(on_success, on_exception, msg_id=prepared.msg_id)
         assert self._async_sends is not None
         self._async_sends.spawn(
@@ -351,7 +375,11 @@ class Producer:
     ) -> SendResult | None:
         plan = self._plan(mode, timeout_ms, keyed=job.order_key is not None)
         assert self._sender is not None
-        return await self._sender.run(job, plan)
+        ticket = self._tracker.begin()
+        try:
+            return await self._sender.run(job, plan)
+        finally:
+            self._tracker.end(ticket)
 
     def _abandon(self, job: SendJob, future: SendFuture) -> None:
         """A ``send_async`` task cancelled at close before it ever ran."""
@@ -359,6 +387,7 @@ class Producer:
             return  # it did run: its own handler resolved the future and freed its slot
         if job.holds_slot:
             self._limiter.release(len(job.prepared.body))
+        self._tracker.end(job.ticket)
         future.set_error(ProducerClosedError("producer closed before the send started"))
 
     async def _run_async(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
@@ -376,6 +405,8 @@ class Producer:
         else:
             assert result is not None
             future.set_result(result)
+        finally:
+            self._tracker.end(job.ticket)
 
     def __repr__(self) -> str:
         return (

@@ -44,6 +44,7 @@ class SendJob:
     message: Message
     order_key: str | None = None  # keyed: the key's queue is final (F5)
     holds_slot: bool = False  # the caller already took its in-flight slot
+    ticket: int = 0  # send_async's place in the producer's SendTracker (flush)
 
 
 @dataclass(frozen=True, slots=True)

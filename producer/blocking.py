@@ -1,0 +1,146 @@
+"""A blocking producer for synchronous code: scripts, WSGI apps, Spark executors.
+
+:class:`Producer` runs the async :class:`producer.Producer` on an event loop of its own,
+in a daemon thread, and waits for it. Every method may be called from any thread::
+
+    from producer import Message
+    from producer.blocking import Producer
+
+    with Producer("my-group", namesrv="127.0.0.1:9876") as p:
+        result = p.send(Message("Orders", b"..."))            # blocks until the broker answers
+        future = p.send_async(Message("Orders", b"..."))     # a concurrent.futures.Future
+        p.flush()                                            # every send so far has finished
+
+It takes the same keyword options as the async producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from producer._producer import Producer as AsyncProducer
+from producer._remoting.message import Message
+from producer._send.result import SendResult
+from producer.errors import ProducerClosedError
+
+__all__ = ["Producer"]
+
+T = TypeVar("T")
+
+
+class Producer:
+    """The async producer behind a blocking API, on its own loop thread."""
+
+    def __init__(self, group: str, namesrv: str | Sequence[str], **options: Any) -> None:
+        # Built here, in the caller's thread, so bad options raise here; started on the loop.
+        self._producer = AsyncProducer(group, namesrv, **options)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name=f"rocketmq-producer-{group}", daemon=True
+        )
+        self._thread.start()
+        self._closing: asyncio.Event | None = None
+        started: concurrent.futures.Future[None] = concurrent.futures.Future()
+        # One task owns the producer from start to close: its task group insists on that.
+        self._life = asyncio.run_coroutine_threadsafe(self._live(started), self._loop)
+        try:
+            started.result()
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    async def _live(self, started: concurrent.futures.Future[None]) -> None:
+        self._closing = asyncio.Event()
+        try:
+            await self._producer.start()
+        except BaseException as exc:
+            started.set_exception(exc)
+            return
+        started.set_result(None)
+        try:
+            await self._closing.wait()
+        finally:
+            await self._producer.aclose()
+
+    @property
+    def group(self) -> str:
+        return self._producer.group
+
+    def send(
+        self, message: Message, *, timeout_ms: float | None = None, order_key: str | None = None
+    ) -> SendResult:
+        return self._call(self._producer.send(message, timeout_ms=timeout_ms, order_key=order_key))
+
+    def send_batch(
+        self, messages: Sequence[Message], *, timeout_ms: float | None = None
+    ) -> SendResult:
+        return self._call(self._producer.send_batch(messages, timeout_ms=timeout_ms))
+
+    def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:
+        self._call(self._producer.send_oneway(message, timeout_ms=timeout_ms))
+
+    def send_async(
+        self, message: Message, *, timeout_ms: float | None = None
+    ) -> concurrent.futures.Future[SendResult]:
+        """Start a send and return at once; a bad message raises here, like ``send``."""
+        result: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
+        result.set_running_or_notify_cancel()
+
+        async def start() -> None:
+            self._producer.send_async(
+                message,
+                on_success=result.set_result,
+                on_exception=result.set_exception,
+                timeout_ms=timeout_ms,
+            )
+
+        self._call(start())
+        return result
+
+    def flush(self, *, timeout_ms: float | None = None) -> None:
+        """Block until every send begun before this call has finished."""
+        self._call(self._producer.flush(timeout_ms=timeout_ms))
+
+    def close(self) -> None:
+        """Let in-flight sends finish (within ``close_timeout_ms``), then stop the loop."""
+        if not self._thread.is_alive():
+            return
+        try:
+            assert self._closing is not None
+            self._loop.call_soon_threadsafe(self._closing.set)
+            self._life.result()
+        finally:
+            self._stop_loop()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if not self._thread.is_alive():
+            coroutine.close()
+            raise ProducerClosedError(f"blocking producer {self.group!r} is closed")
+        if threading.current_thread() is self._thread:
+            coroutine.close()
+            raise RuntimeError("blocking Producer called from its own loop thread (a callback?)")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __repr__(self) -> str:
+        return f"blocking.{self._producer!r}"
