@@ -60,3 +60,19 @@ def test_cli_help_runs() -> None:
         timeout=30,
     )
     assert "usage: python -m producer" in out.stdout
+
+
+def test_nothing_the_tests_need_lives_outside_the_repository() -> None:
+    """A clone must test itself: no tracked file points at a sibling directory."""
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    outside = re.compile(r"\.\./" + "shared|/work/" + "shared")  # split: not a match itself
+    offenders = []
+    for name in tracked:
+        path = ROOT / name
+        if name.startswith("tests/golden/") or path.suffix not in {".py", ".md", ".toml", ""}:
+            continue
+        if path.is_file() and outside.search(path.read_text(errors="replace")):
+            offenders.append(name)
+    assert offenders == []

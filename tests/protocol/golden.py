@@ -1,4 +1,4 @@
-"""Access to the golden frames in ``../shared/golden`` (or ``$ROCKETMQ_GOLDEN_DIR``).
+"""Access to the golden frames in ``tests/golden`` (see its README).
 
 A missing directory is an error, not a skip: these frames are the ground truth.
 """
@@ -6,23 +6,18 @@ A missing directory is an error, not a skip: these frames are the ground truth.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-_DEFAULT = Path(__file__).resolve().parents[2] / ".." / "shared" / "golden"
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 
 
 def golden_dir() -> Path:
-    path = Path(os.environ.get("ROCKETMQ_GOLDEN_DIR", _DEFAULT)).resolve()
-    if not (path / "index.json").is_file():
-        raise FileNotFoundError(
-            f"golden frames not found at {path}; set ROCKETMQ_GOLDEN_DIR to the directory "
-            "holding index.json"
-        )
-    return path
+    if not (GOLDEN_DIR / "index.json").is_file():
+        raise FileNotFoundError(f"golden frames not found at {GOLDEN_DIR} (tests/golden)")
+    return GOLDEN_DIR
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,7 @@ match byte for byte, and offset message ids exactly, commit-log offsets included
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import decode_frame
 from producer._remoting.message_codec import make_offset_msg_id
 from producer.testing import DevCluster
+from tests.protocol.golden import golden_dir
 from tests.testing.rawclient import RawClient
 
 pytestmark = pytest.mark.anyio
@@ -38,11 +37,9 @@ def anyio_backend(request: pytest.FixtureRequest) -> object:
     return request.param
 
 
-GOLDEN = Path(os.environ.get("GOLDEN_DIR", "/work/shared/golden"))
-SESSIONS = GOLDEN / "sessions"
+SESSIONS = golden_dir() / "sessions"
 CAPTURE_ADDRS = {"broker-a": "127.0.0.2:10911", "broker-b": "127.0.0.2:10921"}
 
-needs_golden = pytest.mark.skipif(not SESSIONS.is_dir(), reason="golden sessions not available")
 
 
 def golden_cluster() -> DevCluster:
@@ -126,7 +123,6 @@ async def replay(cluster: DevCluster, run: str) -> int:
     return compared
 
 
-@needs_golden
 async def test_java_json_then_java_rocketmq_sessions_get_the_real_answers(
     cluster: DevCluster,
 ) -> None:
@@ -139,7 +135,6 @@ async def test_java_json_then_java_rocketmq_sessions_get_the_real_answers(
     assert [(m.queue_id, m.queue_offset, m.body) for m in created] == [(2, 0, b"auto create rmq")]
 
 
-@needs_golden
 async def test_replay_stores_what_the_java_client_sent(cluster: DevCluster) -> None:
     await replay(cluster, "java-json")
     stored = {m.properties.get("KEYS"): m for m in cluster.messages("GoldenTopic")}
@@ -160,7 +155,6 @@ async def test_replay_stores_what_the_java_client_sent(cluster: DevCluster) -> N
     assert cluster.clients("broker-a") == {}  # unregistered at shutdown
 
 
-@needs_golden
 async def test_probe_session_gets_the_real_answers() -> None:
     async with golden_cluster() as cluster:
         assert await replay(cluster, "probe") == 7

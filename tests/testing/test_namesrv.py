@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -13,11 +12,12 @@ from producer._remoting.requests import parse_route_response, route_request
 from producer._remoting.route import parse_route_data
 from producer.testing import DevCluster
 from producer.testing._namesrv import java_hash_order
+from tests.protocol.golden import golden_dir
 from tests.testing.rawclient import RawClient, make_request
 
 pytestmark = pytest.mark.anyio
 
-PROBE = Path("/work/shared/golden/probe")
+PROBE = golden_dir() / "probe"
 FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 
