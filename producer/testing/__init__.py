@@ -5,11 +5,12 @@
   thread-safe API (sync tests, trio, scripts); the pytest fixture uses it.
 * :class:`FaultSpec` - what a broker (or the name server) does wrong.
 * :class:`StoredMessage`, :class:`TopicConfig` - what the brokers hold.
-* :func:`run_cluster_cli` - ``python -m producer cluster``.
+* :func:`parse_topics` - ``"Orders:4,Audit:2"`` to ``{"Orders": 4, "Audit": 2}``.
+
+The command line (``python -m producer cluster``) lives in :mod:`producer.cli`.
 """
 
-from producer.testing._cli import add_cluster_arguments, run_cluster_cli
-from producer.testing._cluster import DevCluster
+from producer.testing._cluster import DevCluster, parse_topics
 from producer.testing._faults import FaultSpec, FaultSpecError
 from producer.testing._store import StoredMessage, TopicConfig
 from producer.testing._thread import DevClusterThread
@@ -24,7 +25,6 @@ __all__ = [
     # stored state
     "StoredMessage",
     "TopicConfig",
-    # command line
-    "add_cluster_arguments",
-    "run_cluster_cli",
+    # helpers
+    "parse_topics",
 ]

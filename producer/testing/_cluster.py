@@ -201,7 +201,15 @@ class DevCluster:
                 self._handlers[name].set_store_host(self._advertised_host, listener.port)
                 self._namesrv.register_broker(name, address)
             if self.http_port is not None:
-                from producer.testing._http import HttpControl
+                try:
+                    from producer.testing._http import HttpControl  # aiohttp is an extra
+                except ModuleNotFoundError as exc:
+                    if exc.name != "aiohttp":
+                        raise
+                    raise ImportError(
+                        "the dev cluster's HTTP control (http_port=) needs aiohttp: "
+                        'pip install "rocketmq-aio-producer[devcluster]"'
+                    ) from exc
 
                 self._http = HttpControl(self, port=self.http_port)
                 await self._http.start()

@@ -11,8 +11,8 @@ import sys
 import anyio
 import pytest
 
-from producer.__main__ import build_parser
-from producer._demo import build_timeline, run_demo
+from producer.cli import build_parser
+from producer.cli.demo import build_timeline, run_demo
 from producer.testing import FaultSpec
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from producer.__main__ import build_parser, main
+from producer.cli import build_parser, main
 
 
 def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

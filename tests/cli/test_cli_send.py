@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from producer.__main__ import build_parser, main
-from producer._cli_send import run_send
+from producer.cli import build_parser, main
+from producer.cli.send import run_send
 from producer.testing import DevCluster, FaultSpec
 
 pytestmark = pytest.mark.anyio

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from producer._cli_stats import LiveStats, SendOutcome, Tally, percentile
+from producer.cli.stats import LiveStats, SendOutcome, Tally, percentile
 from producer.errors import AttemptOutcome, AttemptRecord, Fate
 
 OK, TIMEOUT, CONNECT = AttemptOutcome.OK, AttemptOutcome.TIMEOUT, AttemptOutcome.CONNECT_ERROR

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from producer import Message, MessageQueue, SendResult, SendStatus
-from producer._demo_ledger import MsgIdLedger, Verdict, judge
 from producer._send.hooks import AttemptContext
+from producer.cli.demo_ledger import MsgIdLedger, Verdict, judge
 from producer.errors import BrokerError, Fate, NoRouteError, RequestTimeout
 
 

@@ -7,9 +7,8 @@ import io
 
 from rich.console import Console
 
-from producer._cli_stats import LiveStats, SendOutcome
-from producer._demo_ledger import Verdict
-from producer._demo_view import (
+from producer.cli.demo_ledger import Verdict
+from producer.cli.demo_view import (
     LiveDisplay,
     PhaseSpan,
     PlainDisplay,
@@ -19,6 +18,7 @@ from producer._demo_view import (
     plain_line,
     verdict_lines,
 )
+from producer.cli.stats import LiveStats, SendOutcome
 from producer.errors import AttemptOutcome, AttemptRecord
 
 BROKERS = ("broker-a", "broker-b", "broker-c")

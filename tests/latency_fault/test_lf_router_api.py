@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import random
 from pathlib import Path
 
@@ -142,26 +141,8 @@ def test_adaptive_record_says_when_it_bans() -> None:
     assert router.ban_count == 2
 
 
-FORBIDDEN_MODULES = {"asyncio", "anyio", "trio", "socket", "time", "threading", "selectors"}
-
-
-def test_package_is_sans_io_and_reads_no_clock_or_global_random() -> None:
-    for path in PACKAGE.glob("*.py"):
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = {alias.name.split(".")[0] for alias in node.names}
-                assert not names & FORBIDDEN_MODULES, (path.name, names)
-            elif isinstance(node, ast.ImportFrom):
-                assert (node.module or "").split(".")[0] not in FORBIDDEN_MODULES, path.name
-                if node.module == "random":
-                    assert {a.name for a in node.names} <= {"Random"}, path.name
-            elif (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "random"
-            ):
-                assert node.attr == "Random", (path.name, node.attr)
+# Purity (no I/O, clock or global random) is checked for the whole core in
+# tests/test_architecture.py.
 
 
 def test_modules_stay_small() -> None:

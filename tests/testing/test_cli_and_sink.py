@@ -18,8 +18,8 @@ from producer._remoting.frame import decode_frame, encode_frame
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import SendRequestFactory, build_send_request, max_offset_request
 from producer._remoting.send_header import parse_send_response
-from producer.testing import DevCluster, FaultSpec, add_cluster_arguments, run_cluster_cli
-from producer.testing._cli import run_cluster
+from producer.cli.cluster import add_cluster_arguments, run_cluster, run_cluster_cli
+from producer.testing import DevCluster, FaultSpec
 from tests.testing.rawclient import RawClient, make_request, send_fields
 
 pytestmark = pytest.mark.anyio
@@ -63,7 +63,16 @@ async def test_cli_prints_addresses_and_stops_on_request() -> None:
 
 
 def test_cli_subprocess_json_output_and_clean_sigterm() -> None:
-    command = [sys.executable, "-m", "producer.testing", "--namesrv-port", "0", "--json", "--sink"]
+    command = [
+        sys.executable,
+        "-m",
+        "producer",
+        "cluster",
+        "--namesrv-port",
+        "0",
+        "--json",
+        "--sink",
+    ]
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as proc:

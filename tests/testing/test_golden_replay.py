@@ -41,7 +41,6 @@ SESSIONS = golden_dir() / "sessions"
 CAPTURE_ADDRS = {"broker-a": "127.0.0.2:10911", "broker-b": "127.0.0.2:10921"}
 
 
-
 def golden_cluster() -> DevCluster:
     """Configured like the capture's name server and two brokers."""
     cluster = DevCluster(brokers=2, auto_create_topic={"broker-a"})

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from producer._remoting.message import Message
-from producer._send.hooks import AttemptContext
-from producer._send.result import SendResult
+from producer import AttemptContext, Message, SendResult
 from producer.errors import Fate, ProducerError
 
 __all__ = ["MsgIdLedger", "Verdict", "judge"]

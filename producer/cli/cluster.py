@@ -17,7 +17,7 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TextIO
 
-from producer.testing._cluster import DevCluster, parse_topics
+from producer.testing import DevCluster, parse_topics
 
 __all__ = ["add_cluster_arguments", "run_cluster", "run_cluster_cli"]
 

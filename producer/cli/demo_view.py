@@ -14,9 +14,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from producer._cli_common import fmt_ms
-from producer._cli_stats import LiveStats, Tally
-from producer._demo_ledger import Verdict
+from producer.cli.common import fmt_ms
+from producer.cli.demo_ledger import Verdict
+from producer.cli.stats import LiveStats, Tally
 
 __all__ = [
     "Display",

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from producer._send.result import SendResult
+from producer import SendResult
 from producer.errors import AttemptOutcome, AttemptRecord, Fate, ProducerError
 
 __all__ = ["BrokerTally", "LiveStats", "SendOutcome", "Tally", "percentile"]

@@ -18,11 +18,9 @@ from typing import TextIO
 import anyio
 
 from latency_fault import ROUTER_NAMES
-from producer._cli_common import fmt_ms, positive_float, positive_int
-from producer._cli_stats import SendOutcome, Tally
-from producer._producer import Producer
-from producer._remoting.message import Message
-from producer._send.result import SendResult
+from producer import Message, Producer, SendResult
+from producer.cli.common import fmt_ms, positive_float, positive_int
+from producer.cli.stats import SendOutcome, Tally
 from producer.errors import (
     Fate,
     LocalProtocolError,

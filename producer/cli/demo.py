@@ -22,10 +22,10 @@ import anyio
 from rich.console import Console
 
 from latency_fault import ROUTER_NAMES
-from producer._cli_common import positive_float
-from producer._cli_stats import LiveStats, SendOutcome
-from producer._demo_ledger import MsgIdLedger, judge
-from producer._demo_view import (
+from producer import Message, Producer, SendFuture, SendResult
+from producer.cli.common import positive_float
+from producer.cli.demo_ledger import MsgIdLedger, judge
+from producer.cli.demo_view import (
     Display,
     LiveDisplay,
     PhaseSpan,
@@ -34,10 +34,7 @@ from producer._demo_view import (
     phase_table,
     verdict_lines,
 )
-from producer._producer import Producer
-from producer._remoting.message import Message
-from producer._send.future import SendFuture
-from producer._send.result import SendResult
+from producer.cli.stats import LiveStats, SendOutcome
 from producer.errors import ProducerError
 from producer.testing import DevCluster, FaultSpec
 

@@ -1,0 +1,120 @@
+"""Command line: ``python -m producer <command>``.
+
+* ``send``    - send messages to a topic and report results, latency and brokers.
+* ``demo``    - fault-aware routing live against an in-process dev cluster.
+* ``cluster`` - run the dev cluster (``producer.testing``) until interrupted.
+* ``bench``   - run a benchmark from the source tree's ``benchmarks/`` package.
+
+Each command's core is an ``async def`` taking the parsed arguments (tests await it);
+:func:`main` parses ``argv`` and runs it on asyncio. Bad arguments exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from producer import __version__
+from producer.cli.cluster import add_cluster_arguments, run_cluster_cli
+from producer.cli.common import run_command
+from producer.cli.send import add_send_arguments, run_send
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m producer",
+        description="Asyncio producer for Apache RocketMQ: send, demo and dev cluster tools.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_send_arguments(
+        commands.add_parser(
+            "send",
+            help="send messages and report results",
+            description="Send --count messages to --topic; exit 1 if any failed, "
+            "2 if nothing can be sent (bad arguments, name server unreachable, no route).",
+        )
+    )
+    demo = commands.add_parser(
+        "demo",
+        help="watch fault-aware routing ride out a brown-out and an outage",
+        description="Run a 3-broker dev cluster in-process, send at --rate msg/s through "
+        "a scripted fault timeline, show it live, and check nothing was lost.",
+    )
+    if _has_rich():
+        from producer.cli.demo import add_demo_arguments
+
+        add_demo_arguments(demo)
+    add_cluster_arguments(
+        commands.add_parser(
+            "cluster",
+            help="run a dev cluster (name server + brokers) until interrupted",
+            description="Run the embedded dev cluster until Ctrl-C / SIGTERM.",
+        )
+    )
+    bench = commands.add_parser(
+        "bench",
+        help="run a benchmark (throughput, faults, memory) from the source tree",
+        description="Run benchmarks.<NAME> with the remaining arguments "
+        "(e.g. 'bench throughput --quick'); needs the repository's benchmarks/ package.",
+    )
+    bench.add_argument("name", choices=BENCHMARKS, metavar="NAME", help=" | ".join(BENCHMARKS))
+    bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the benchmark")
+    return parser
+
+
+BENCHMARKS = ("throughput", "faults", "memory")
+
+
+def run_bench(name: str, rest: list[str]) -> int:
+    """Benchmarks ship with the source, not the wheel: run one in its own process from a
+    checkout (the current directory), or say why not instead of a traceback."""
+    if importlib.util.find_spec("benchmarks") is None:
+        print(
+            f"error: benchmark {name!r} needs a source checkout: run it from the repository "
+            "root, where the benchmarks/ package lives (it is not installed with the package)",
+            file=sys.stderr,
+        )
+        return 2
+    return subprocess.call([sys.executable, "-m", f"benchmarks.{name}", *rest])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command == "cluster":
+        # The dev cluster's CLI parses its own options (validated above by the same
+        # definitions); no global option takes a value, so "cluster" is the command word.
+        return run_cluster_cli(argv[argv.index("cluster") + 1 :])
+    if args.command == "bench":
+        return run_bench(args.name, list(args.rest))
+    if args.command == "send":
+        return run_command(lambda stop: run_send(args, stop=stop))
+    if not _has_rich():
+        print(f"error: the demo needs rich: {CLI_EXTRA}", file=sys.stderr)
+        return 2
+    from producer.cli.demo import run_demo  # rich is an extra
+
+    return run_command(lambda stop: run_demo(args, stop=stop))
+
+
+CLI_EXTRA = 'pip install "rocketmq-aio-producer[cli]"'
+
+
+def _has_rich() -> bool:
+    try:
+        import rich  # noqa: F401 - only whether it imports
+    except ImportError:
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""A bare ``pip install`` (no extras) sends: the SDK, the dev cluster without its HTTP
+control, and ``python -m producer --help`` need neither rich nor aiohttp."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WITHOUT_EXTRAS = textwrap.dedent(
+    """
+    import sys
+
+    class RefuseExtras:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("rich", "aiohttp"):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, RefuseExtras())
+    """
+)
+
+SEND_ONE = WITHOUT_EXTRAS + textwrap.dedent(
+    """
+    import anyio
+    import latency_fault, producer.errors
+    from producer import Message, Producer
+    from producer.testing import DevCluster
+
+    async def main():
+        async with DevCluster(brokers=1, topics={"T": 2}) as cluster:
+            async with Producer("g", cluster.namesrv_addr) as p:
+                result = await p.send(Message("T", b"bare"))
+        print(result.status.value)
+
+    anyio.run(main)
+    assert not {"rich", "aiohttp"} & set(sys.modules)
+    """
+)
+
+
+def run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_sdk_and_the_dev_cluster_send_without_extras() -> None:
+    done = run(SEND_ONE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "SEND_OK"
+
+
+def test_the_cli_helps_without_rich_and_names_the_extra_for_the_demo() -> None:
+    cli = WITHOUT_EXTRAS + "from producer.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    assert run(cli, "--help").returncode == 0
+    demo = run(cli, "demo")
+    assert demo.returncode == 2
+    assert 'pip install "rocketmq-aio-producer[cli]"' in demo.stderr
+
+
+def test_the_http_control_names_its_extra() -> None:
+    code = WITHOUT_EXTRAS + textwrap.dedent(
+        """
+        import anyio
+        from producer.testing import DevCluster
+
+        async def main():
+            async with DevCluster(brokers=1, http_port=0):
+                pass
+
+        try:
+            anyio.run(main)
+        except ImportError as exc:
+            print(exc)
+        """
+    )
+    done = run(code)
+    assert 'pip install "rocketmq-aio-producer[devcluster]"' in done.stdout, done.stderr
