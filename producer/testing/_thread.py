@@ -7,8 +7,9 @@ call from any thread; it runs on the cluster's loop and waits for the result.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -23,32 +24,12 @@ _TIMEOUT = 30.0
 
 
 class DevClusterThread:
-    """Same arguments as :class:`DevCluster`; use as ``with DevClusterThread(...) as c:``."""
+    """Same arguments as :class:`DevCluster` (all of them, passed through); use as
+    ``with DevClusterThread(...) as c:``."""
 
-    def __init__(
-        self,
-        brokers: int = 3,
-        topics: Mapping[str, int] | None = None,
-        *,
-        host: str = "127.0.0.1",
-        namesrv_port: int = 0,
-        broker_ports: Iterable[int] | None = None,
-        auto_create_topic: bool | Collection[str] = True,
-        seed: int = 0,
-        http_port: int | None = None,
-        sink: bool = False,
-    ) -> None:
-        self.cluster = DevCluster(
-            brokers,
-            topics,
-            host=host,
-            namesrv_port=namesrv_port,
-            broker_ports=broker_ports,
-            auto_create_topic=auto_create_topic,
-            seed=seed,
-            http_port=http_port,
-            sink=sink,
-        )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Passed through whole, so a DevCluster option is written once and cannot drift.
+        self.cluster = DevCluster(*args, **kwargs)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -174,3 +155,7 @@ class DevClusterThread:
 
     def broker_status(self, name: str) -> dict[str, Any]:
         return self._query(lambda: self.cluster.broker_status(name))
+
+
+# help() and IDEs show DevCluster's parameters, which are the ones accepted.
+DevClusterThread.__init__.__signature__ = inspect.signature(DevCluster.__init__)  # type: ignore[attr-defined]

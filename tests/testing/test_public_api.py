@@ -71,3 +71,17 @@ def test_broker_names_go_past_z() -> None:
     assert [broker_name(i) for i in (0, 1, 25, 26, 27, 701, 702)] == [
         "broker-a", "broker-b", "broker-z", "broker-aa", "broker-ab", "broker-zz", "broker-aaa",
     ]  # fmt: skip
+
+
+def test_the_thread_cluster_takes_every_dev_cluster_option() -> None:
+    """One set of options: DevClusterThread passes DevCluster's through, so none drifts."""
+    import inspect
+
+    from producer.testing import DevCluster, DevClusterThread
+
+    options = inspect.signature(DevCluster.__init__).parameters
+    assert inspect.signature(DevClusterThread.__init__).parameters == options
+    assert "cluster_name" in options
+    with DevClusterThread(brokers=1, topics={"T": 1}, cluster_name="Mine", seed=3) as c:
+        assert c.cluster.seed == 3
+        assert c.cluster.broker_names == ["broker-a"]
