@@ -19,6 +19,7 @@ from producer.errors import (
 )
 from producer.testing import DevClusterThread, FaultSpec
 from tests.producer.conftest import TOPIC, make_producer
+from tests.producer.test_sync_rules import UNEVEN, add_uneven_topic, assert_retries_were_rebuilt
 
 pytestmark = pytest.mark.anyio
 
@@ -112,13 +113,11 @@ async def test_a3_java_async_retries_transport_failures(cluster: DevClusterThrea
 async def test_a4_redispatch_rebuilds_the_request_for_the_new_queue(
     cluster: DevClusterThread,
 ) -> None:
+    add_uneven_topic(cluster)
     cluster.set_fault("broker-a", FaultSpec(reset=True))
     async with make_producer(cluster) as p:
-        results = [await p.send_async(Message(TOPIC, b"x")) for _ in range(8)]
-    stored = {m.uniq_key: m for m in cluster.messages(TOPIC)}
-    for r in results:
-        # the stored copy carries the queue id of the attempt that landed, not the first's
-        assert stored[r.msg_id].queue_id == r.queue.queue_id
+        results = [await p.send_async(Message(UNEVEN, b"x")) for _ in range(16)]
+    assert_retries_were_rebuilt(cluster, results)
 
 
 async def test_a5_async_send_keeps_the_same_deadline(cluster: DevClusterThread) -> None:

@@ -141,10 +141,13 @@ async def test_failover_to_the_next_name_server(cluster: DevClusterThread) -> No
 
 
 async def test_heartbeat_and_unregister_reach_the_brokers(cluster: DevClusterThread) -> None:
-    async with make_producer(cluster) as p:
-        await p.send(Message(TOPIC, b"x"))
-        await p._maintenance.heartbeat(cluster.broker_addr("broker-a"))  # type: ignore[union-attr]
-        assert "test-group" in cluster.clients("broker-a").get(p.client_id, frozenset())
+    async with make_producer(cluster, heartbeat_interval_ms=50) as p:
+        await p.send(Message(TOPIC, b"x"))  # the route names the brokers to beat to
+        with anyio.fail_after(5):  # the first beat comes ~1 s after start, as Java's
+            while p.client_id not in cluster.clients("broker-a"):  # noqa: ASYNC110 - the
+                # record lives on the cluster's thread: no event to await from this loop
+                await anyio.sleep(0.01)  # polls a condition: the broker's record
+        assert "test-group" in cluster.clients("broker-a")[p.client_id]
     assert p.client_id not in cluster.clients("broker-a")
 
 

@@ -39,14 +39,30 @@ def _message(**changes: Any) -> Message:
     return Message(**values)
 
 
-def test_a_good_message_passes() -> None:
-    validate_message(
-        _message(
-            tags="paid", keys=["o-1", "o-2"], properties={"region": "eu"}, delay_level=3, flag=7
-        )
-    )
-    validate_message(_message(topic="%RETRY%group", keys="k1 k2", delay_level=0))
-    validate_message(_message(topic="a" * 127, body=bytes(4 * 1024 * 1024)))
+def _accepted(message: Message) -> bool:
+    try:
+        validate_message(message)
+    except MessageValidationError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("good", "bad"),
+    [
+        ({"topic": "a" * 127}, {"topic": "a" * 128}),
+        ({"body": bytes(4 * 1024 * 1024)}, {"body": bytes(4 * 1024 * 1024 + 1)}),
+        ({"delay_level": 18}, {"delay_level": 19}),
+        ({"topic": "%RETRY%group"}, {"topic": "TBW102"}),
+        ({"keys": ["o-1", "o-2"], "tags": "paid"}, {"tags": "pa\x01id"}),
+        ({"properties": {"region": "eu"}, "flag": 7}, {"properties": {"UNIQ_KEY": "x"}}),
+    ],
+)
+def test_a_good_message_passes_where_its_twin_over_the_line_does_not(
+    good: dict[str, Any], bad: dict[str, Any]
+) -> None:
+    assert _accepted(_message(**good))
+    assert not _accepted(_message(**bad))
 
 
 @pytest.mark.parametrize(
