@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import logging
 import os
 import random
 import warnings
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Literal
 
@@ -16,13 +15,14 @@ import anyio
 from anyio.abc import TaskGroup
 
 from latency_fault import make_router
-from producer._client.clock import Clock, LoopClock
+from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, parse_namesrv
 from producer._client.upkeep import Maintenance
 from producer._remoting.message import Message
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
+from producer._send.async_sends import AsyncSends
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
@@ -44,19 +44,6 @@ from producer.errors import (
 )
 
 log = logging.getLogger("producer")
-
-
-class _UnstartedClock:
-    """Stands in until start() picks the loop's clock (a producer reads no time before)."""
-
-    def monotonic_ms(self) -> float:
-        raise LocalProtocolError("the producer is not started")
-
-    def wall_ms(self) -> int:
-        raise LocalProtocolError("the producer is not started")
-
-
-_UNSTARTED_CLOCK = _UnstartedClock()
 
 
 class ProducerState(enum.Enum):
@@ -130,7 +117,7 @@ class Producer:
         )
         self._rng = rng or random.Random()
         self._given_clock = clock
-        self._clock: Clock = clock or _UNSTARTED_CLOCK
+        self._clock: Clock = clock or UNSTARTED_CLOCK
         self._connector = connector
         self._hooks = HookRunner(hooks)
         self._uniq_keys = shared_uniq_key_generator()
@@ -142,7 +129,7 @@ class Producer:
         self._tracker = SendTracker()
         self.state = ProducerState.NEW
         self._tg: TaskGroup | None = None
-        self._async_sends: _AsyncSends | None = None
+        self._async_sends: AsyncSends | None = None
         self._pool: ConnectionPool | None = None
         self._sender: Sender | None = None
         self._maintenance: Maintenance | None = None
@@ -222,7 +209,7 @@ class Producer:
         )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._async_sends = _AsyncSends(self._tg, native=runtime.is_asyncio)
+        self._async_sends = AsyncSends(self._tg, native=runtime.is_asyncio)
         self._maintenance.start(self._tg)
         self.state = ProducerState.RUNNING
 
@@ -425,50 +412,3 @@ def _closed_error(plan: SendPlan) -> ProducerClosedError:
     return ProducerClosedError(
         "producer closed before the send finished", fate=fate, attempts=plan.attempts
     )
-
-
-class _AsyncSends:
-    """Runs the producer's ``send_async`` tasks and cancels the ones left at close.
-
-    On asyncio (uvloop included) they are plain ``asyncio`` tasks kept in a set: anyio's
-    ``start_soon`` costs tens of microseconds per task there, more than the rest of a
-    send. Elsewhere (trio) they go to the producer's task group. Either way the producer
-    owns them and :meth:`cancel_all` ends them the way closing the task group would.
-    """
-
-    __slots__ = ("_tasks", "_tg")
-
-    def __init__(self, tg: TaskGroup, *, native: bool) -> None:
-        self._tg = tg
-        self._tasks: set[asyncio.Task[None]] | None = set() if native else None
-
-    def spawn(
-        self,
-        func: Callable[..., Coroutine[Any, Any, None]],
-        *args: object,
-        if_never_ran: Callable[[], None],
-    ) -> None:
-        """Run ``func(*args)``; ``if_never_ran`` is called if it is cancelled before it
-        starts (asyncio then never enters the coroutine, so its own cleanup cannot run)."""
-        tasks = self._tasks
-        if tasks is None:
-            self._tg.start_soon(func, *args)  # trio runs a cancelled task to its first await
-            return
-        task = asyncio.get_running_loop().create_task(func(*args))
-        tasks.add(task)
-
-        def done(finished: asyncio.Task[None]) -> None:
-            tasks.discard(finished)
-            if finished.cancelled():
-                if_never_ran()
-
-        task.add_done_callback(done)
-
-    async def cancel_all(self) -> None:
-        """Cancel the native tasks still running and wait until they have finished."""
-        if not self._tasks:
-            return
-        pending = list(self._tasks)
-        for task in pending:
-            task.cancel()
-        await asyncio.wait(pending)

@@ -37,3 +37,16 @@ class LoopClock:
 
     def __repr__(self) -> str:
         return "LoopClock()"
+
+
+class _UnstartedClock:
+    """Stands in until start() picks the loop's clock (a producer reads no time before)."""
+
+    def monotonic_ms(self) -> float:
+        raise RuntimeError("the producer is not started: no loop clock yet")
+
+    def wall_ms(self) -> int:
+        raise RuntimeError("the producer is not started: no loop clock yet")
+
+
+UNSTARTED_CLOCK = _UnstartedClock()
