@@ -192,6 +192,11 @@ def check_properties_size(encoded: str) -> None:
 def validate_message(message: Message, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
     """Every per-message rule (the properties size is checked once they are encoded)."""
     check_send_topic(message.topic)
+    _check_fields(message, max_message_size)
+
+
+def _check_fields(message: Message, max_message_size: int) -> None:
+    """The rules of one message other than its topic."""
     check_body(message.body, max_message_size)
     check_tags(message.tags)
     check_keys(message.keys)
@@ -208,12 +213,13 @@ def validate_batch(
     if not messages:
         raise MessageValidationError("batch", messages, "at least one message")
     first = messages[0]
+    check_send_topic(first.topic)  # once: every message must have this very topic
     for index, message in enumerate(messages):
-        validate_message(message, max_message_size)
         if message.topic != first.topic:
             raise MessageValidationError(
                 f"batch[{index}].topic", message.topic, f"the batch's topic {first.topic!r}"
             )
+        _check_fields(message, max_message_size)
         if message.wait_store_msg_ok != first.wait_store_msg_ok:
             raise MessageValidationError(
                 f"batch[{index}].wait_store_msg_ok",
