@@ -51,7 +51,7 @@ EXIT_INTERRUPTED = 130
 def add_demo_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``demo`` command's options to ``parser``."""
     parser.add_argument(
-        "--duration", type=positive_float, default=24.0, metavar="SECONDS", help="default 24"
+        "--duration-s", type=positive_float, default=24.0, metavar="SECONDS", help="default 24"
     )
     parser.add_argument(
         "--rate", type=positive_float, default=400.0, metavar="MSGS_PER_S", help="default 400"
@@ -175,7 +175,7 @@ async def _run_timeline(
         async with anyio.create_task_group() as tg:
             tg.start_soon(_refresh, run, display)
             tg.start_soon(_pace, run, args.rate, sending)
-            await _play(run, cluster, build_timeline(args.duration), stop)
+            await _play(run, cluster, build_timeline(args.duration_s), stop)
             sending.set()
             await run.drain()
             display.update(run.phase, run.now_ms())
@@ -205,7 +205,7 @@ async def run_demo(
     console, stop = _console(out or sys.stdout), stop or anyio.Event()
     stats, ledger = LiveStats(), MsgIdLedger()
     async with DevCluster(brokers=3, topics={TOPIC: 4}, seed=args.seed) as cluster:
-        ctx = ViewContext(args.routing, args.rate, args.duration, cluster.broker_names)
+        ctx = ViewContext(args.routing, args.rate, args.duration_s, cluster.broker_names)
         producer = Producer(
             "demo-producer", cluster.namesrv_addr, routing=args.routing, hooks=[ledger]
         )

@@ -52,7 +52,7 @@ def add_send_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     )
     parser.add_argument("--routing", choices=sorted(ROUTER_NAMES), default="adaptive")
     parser.add_argument(
-        "--send-timeout", type=positive_float, default=3000.0, metavar="MS", help="per send"
+        "--send-timeout-ms", type=positive_float, default=3000.0, metavar="MS", help="per send"
     )
     return parser
 
@@ -182,7 +182,7 @@ async def run_send(
     out, err, stop = out or sys.stdout, err or sys.stderr, stop or anyio.Event()
     try:
         producer = Producer(
-            args.group, args.namesrv, routing=args.routing, send_timeout_ms=args.send_timeout
+            args.group, args.namesrv, routing=args.routing, send_timeout_ms=args.send_timeout_ms
         )
     except ProducerError as exc:
         print(f"error: {exc}", file=err, flush=True)

@@ -30,7 +30,7 @@ def test_timeline_scales_with_the_duration() -> None:
 
 async def test_short_demo_passes_and_leaves_no_task_behind() -> None:
     out = io.StringIO()
-    args = build_parser().parse_args(["demo", "--duration", "4", "--rate", "200", "--no-live"])
+    args = build_parser().parse_args(["demo", "--duration-s", "4", "--rate", "200", "--no-live"])
     before = asyncio.all_tasks()
     with anyio.fail_after(20):
         code = await run_demo(args, out=out)
@@ -59,7 +59,7 @@ async def test_stop_ends_the_demo_early_with_a_summary() -> None:
 
 def test_demo_subprocess_prints_plain_lines_when_piped() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "producer", "demo", "--duration", "2", "--rate", "100"],
+        [sys.executable, "-m", "producer", "demo", "--duration-s", "2", "--rate", "100"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -71,7 +71,7 @@ def test_demo_subprocess_prints_plain_lines_when_piped() -> None:
 
 
 def test_ctrl_c_stops_the_demo_with_the_summary_so_far() -> None:
-    command = [sys.executable, "-m", "producer", "demo", "--duration", "60", "--no-live"]
+    command = [sys.executable, "-m", "producer", "demo", "--duration-s", "60", "--no-live"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

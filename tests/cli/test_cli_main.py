@@ -51,7 +51,7 @@ def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
         (["send", "--namesrv", "h:1", "--topic", "T", "--count", "x"], "'x' is not an integer"),
         (["send", "--namesrv", "h:1", "--topic", "T", "--routing", "fast"], "invalid choice"),
         (["demo", "--rate", "-5"], "--rate: must be a positive number"),
-        (["demo", "--duration", "nan"], "--duration: must be a positive number"),
+        (["demo", "--duration-s", "nan"], "--duration-s: must be a positive number"),
         (["cluster", "--brokers", "two"], "invalid int value: 'two'"),
     ],
 )
@@ -83,7 +83,7 @@ def test_each_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_parser_defaults() -> None:
     demo = build_parser().parse_args(["demo"])
-    assert (demo.duration, demo.rate, demo.routing, demo.live) == (24.0, 400.0, "adaptive", True)
+    assert (demo.duration_s, demo.rate, demo.routing, demo.live) == (24.0, 400.0, "adaptive", True)
     send = build_parser().parse_args(["send", "--namesrv", "a:1", "--topic", "T"])
     assert (send.count, send.concurrency, send.group, send.keys) == (1, 1, "cli-producer", None)
 

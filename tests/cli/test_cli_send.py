@@ -89,7 +89,7 @@ async def test_timeouts_are_reported_with_unknown_fate(cluster: DevCluster) -> N
     for broker in cluster.broker_names:
         await cluster.set_fault(broker, FaultSpec(latency_ms=400))
     code, out, _ = await send(
-        "--namesrv", cluster.namesrv_addr, "--topic", "Orders", "--send-timeout", "300"
+        "--namesrv", cluster.namesrv_addr, "--topic", "Orders", "--send-timeout-ms", "300"
     )
     assert code == 1
     assert "FAILED SendTimeout (fate unknown)" in out or "FAILED RequestTimeout" in out
