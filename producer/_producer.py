@@ -34,7 +34,7 @@ from producer._send.retry_policy import RetryPolicy
 from producer._send.sender import Sender, SendJob
 from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
-from producer._transport import ConnectionPool, Connector, current_runtime
+from producer._transport import ConnectionPool, Connector, Runtime, current_runtime
 from producer.errors import (
     Fate,
     LocalProtocolError,
@@ -127,6 +127,8 @@ class Producer:
             max_in_flight, max_in_flight_bytes, fail_fast=backpressure == "fail"
         )
         self._tracker = SendTracker()
+        self._runtime: Runtime | None = None
+        self._loop: object = None  # the loop it started on: the only one it can run on
         self.state = ProducerState.NEW
         self._tg: TaskGroup | None = None
         self._async_sends: AsyncSends | None = None
@@ -171,6 +173,7 @@ class Producer:
         if self.state is not ProducerState.NEW:
             raise LocalProtocolError(f"start() on a {self.state.value} producer")
         runtime = current_runtime()
+        self._runtime, self._loop = runtime, runtime.loop_identity()
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         options = self.options
         pool = ConnectionPool(
@@ -221,6 +224,7 @@ class Producer:
         if self.state is ProducerState.NEW:
             self.state = ProducerState.CLOSED
             return
+        self._check_loop()
         self.state = ProducerState.CLOSING
         await self._drain()
         assert self._tg is not None and self._maintenance is not None and self._pool is not None
@@ -319,6 +323,7 @@ class Producer:
 
     def _check_open(self) -> None:
         if self.state is ProducerState.RUNNING:
+            self._check_loop()
             return
         if self.state is ProducerState.NEW:
             raise ProducerClosedError(
@@ -326,6 +331,20 @@ class Producer:
                 "or `await producer.start()` first"
             )
         raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}")
+
+    def _check_loop(self) -> None:
+        runtime = self._runtime
+        assert runtime is not None
+        try:
+            same = runtime.loop_identity() is self._loop
+        except RuntimeError:  # no running loop (called from a plain thread)
+            same = False
+        if not same:
+            raise ProducerError(
+                f"producer {self.group!r} was started on another event loop: a producer "
+                "lives on the loop it started on; create one per loop (or per asyncio.run), "
+                "or use producer.blocking.Producer from threads"
+            )
 
     def _next_uniq_key(self) -> str:
         return self._uniq_keys.next_id(self._clock.wall_ms())

@@ -27,6 +27,7 @@ class Runtime:
 
     library: str  # sniffio's name: "asyncio" or "trio"
     loop_time: Callable[[], float]  # seconds on the loop's monotonic clock
+    loop_identity: Callable[[], object]  # the running loop (or trio run), to spot a change
 
     @property
     def is_asyncio(self) -> bool:
@@ -47,5 +48,11 @@ def current_runtime() -> Runtime:
     library = sniffio.current_async_library()
     if library == "asyncio":
         # the loop's own time function: anyio.current_time costs a lookup per reading
-        return Runtime(library, asyncio.get_running_loop().time)
-    return Runtime(library, anyio.current_time)
+        return Runtime(library, asyncio.get_running_loop().time, asyncio.get_running_loop)
+    return Runtime(library, anyio.current_time, _trio_run)
+
+
+def _trio_run() -> object:
+    import trio  # only ever called under trio
+
+    return trio.lowlevel.current_root_task()

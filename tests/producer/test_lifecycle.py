@@ -175,3 +175,24 @@ async def test_a_producer_dropped_running_warns(cluster: DevClusterThread) -> No
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         p.__del__()  # closed: silent
+
+
+def test_a_producer_used_from_another_loop_says_so(cluster: DevClusterThread) -> None:
+    import asyncio
+
+    def from_another_loop(p: Producer) -> list[str]:
+        errors = []
+        for call in (lambda: p.send(Message(TOPIC, b"x")), p.aclose):
+            try:
+                asyncio.run(call())  # type: ignore[arg-type]
+            except ProducerError as exc:
+                errors.append(str(exc))
+        return errors
+
+    async def home() -> list[str]:
+        async with make_producer(cluster) as p:
+            return await asyncio.to_thread(from_another_loop, p)
+
+    errors = asyncio.run(home())
+    assert len(errors) == 2
+    assert all("started on another event loop" in e for e in errors)
