@@ -146,10 +146,21 @@ class MessageValidationError(LocalProtocolError, ValueError):
         shown = repr(value)
         if len(shown) > 80:
             shown = shown[:77] + "..."
-        super().__init__(f"invalid {field} {shown}: {limit}")
+        super().__init__(f"{field} {_rule_sentence(limit)} (got {shown})")
         self.field = field
         self.value = value
         self.limit = limit
+
+
+def _rule_sentence(limit: str) -> str:
+    """A validation rule as the rest of a sentence about the field it names."""
+    if limit.startswith("only "):
+        return f"must contain {limit} characters"
+    if limit.startswith("no "):
+        return f"must have {limit}"
+    if "forbidden" in limit:
+        return f"is not allowed: {limit}"
+    return f"must be {limit}"
 
 
 class InvalidOptionError(LocalProtocolError, ValueError):

@@ -110,7 +110,7 @@ async def test_unreachable_name_server_exits_2() -> None:
     [
         ("nohost", "Orders", "error: namesrv address 'nohost' is not 'host:port'"),
         (";", "Orders", "error: no name server address in namesrv=';'"),
-        (None, "bad topic!", "error: invalid topic"),
+        (None, "bad topic!", "error: topic must contain only ^[%|a-zA-Z0-9_-]+$"),
     ],
 )
 async def test_bad_values_exit_2(

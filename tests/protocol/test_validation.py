@@ -194,3 +194,17 @@ def test_batch_size_limit() -> None:
     check_batch_size(4 * 1024 * 1024)
     error = _refused(check_batch_size, 4 * 1024 * 1024 + 1)
     assert error.field == "batch body"
+
+
+@pytest.mark.parametrize(
+    ("changes", "sentence"),
+    [
+        ({"body": b""}, "body must be non-empty (got b'')"),
+        ({"topic": "TBW102"}, "topic is not allowed: sending to a system topic is forbidden"),
+        ({"delay_level": 99}, "delay_level must be None, 0 or 1..18 (got 99)"),
+    ],
+)
+def test_refusals_read_as_sentences(changes: dict[str, Any], sentence: str) -> None:
+    with pytest.raises(MessageValidationError) as info:
+        validate_message(_message(**changes))
+    assert str(info.value).startswith(sentence)
