@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.table import Table
@@ -113,13 +114,20 @@ def plain_line(stats: LiveStats, ctx: ViewContext, phase: str, now_ms: float) ->
 
 
 def phase_table(stats: LiveStats, ctx: ViewContext, spans: Sequence[PhaseSpan]) -> Table:
-    """The end-of-run table: per phase a totals row (``failed`` = failed sends), then a
-    row per broker (``failed`` = attempts that failed there, ``retried`` = of those,
-    retried on another broker)."""
-    table = Table(title="Per phase (each send filed under the phase it started in)")
-    for column in ("phase / broker", "secs", "sends", "msg/s", "share", "p50", "p99", "p999"):
-        table.add_column(column, justify="left" if column == "phase / broker" else "right")
-    for column in ("failed", "retried", "retries/msg"):
+    """The end-of-run table: per phase a totals row (``failed sends``), then a row per
+    broker (``failed tries`` = attempts that failed there, ``retried`` = of those, retried
+    on another broker). Names never shrink, so it stays readable at 80 columns."""
+    table = Table(
+        title="Per phase (each send filed under the phase it started in)",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 0, 0, 1),  # one space between columns: 80 columns suffice
+    )
+    longest = max([len(b) + 2 for b in ctx.brokers] + [12])
+    table.add_column("phase / broker", min_width=longest, overflow="fold")
+    for column in ("sends", "share", "p50", "p99", "p999"):
+        table.add_column(column, justify="right")
+    for column in ("failed\nsends", "failed\ntries", "retried", "retry\n/msg"):
         table.add_column(column, justify="right")
     for span in spans:
         tally = stats.phase(span.name)
@@ -135,15 +143,13 @@ def _latencies(tally: Tally, broker: str | None = None) -> list[str]:
 
 
 def _phase_row(span: PhaseSpan, tally: Tally) -> list[str]:
-    rate = tally.messages / span.seconds if span.seconds else 0.0
     return [
         span.name,
-        f"{span.seconds:.1f}",
         str(tally.messages),
-        f"{rate:.0f}",
         "",
         *_latencies(tally),
         str(tally.failed),
+        "",
         "",
         f"{tally.retries_per_message:.3f}",
     ]
@@ -153,11 +159,10 @@ def _broker_row(tally: Tally, broker: str) -> list[str]:
     mine = tally.broker(broker)
     return [
         f"  {broker}",
-        "",
         str(mine.sends),
-        "",
         _pct(tally.share(broker)),
         *_latencies(tally, broker),
+        "",
         str(mine.failed_attempts),
         str(mine.retried_attempts),
         "",
