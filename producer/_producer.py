@@ -24,11 +24,13 @@ from producer._remoting.message import Message
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._send.async_sends import AsyncSends
 from producer._send.backpressure import InFlightLimiter
-from producer._send.future import OnException, OnSuccess, SendFuture
+from producer._send.batch_sends import BatchSends, batchable
+from producer._send.future import OnException, OnSuccess, SendFuture, settle
 from producer._send.hooks import HookRunner
 from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import ProducerOptions, Routing
-from producer._send.plan import SendMode, SendPlan, max_attempts
+from producer._send.plan import SendMode, SendPlan
+from producer._send.planner import Planner
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
 from producer._send.sender import Sender, SendJob
@@ -36,7 +38,6 @@ from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
 from producer._transport import ConnectionPool, Connector, Runtime, current_runtime
 from producer.errors import (
-    Fate,
     LocalProtocolError,
     ProducerClosedError,
     ProducerError,
@@ -86,6 +87,10 @@ class Producer:
         backpressure: Literal["wait", "fail"] = _D.backpressure,
         close_timeout_ms: float = _D.close_timeout_ms,
         auto_create_topic: bool = _D.auto_create_topic,
+        batching: bool = _D.batching,
+        batch_max_messages: int = _D.batch_max_messages,
+        batch_max_bytes: int = _D.batch_max_bytes,
+        batch_linger_ms: float = _D.batch_linger_ms,
         hooks: Sequence[object] = (),
         clock: Clock | None = None,
         rng: random.Random | None = None,
@@ -109,6 +114,10 @@ class Producer:
             backpressure=backpressure,
             close_timeout_ms=close_timeout_ms,
             auto_create_topic=auto_create_topic,
+            batching=batching,
+            batch_max_messages=batch_max_messages,
+            batch_max_bytes=batch_max_bytes,
+            batch_linger_ms=batch_linger_ms,
         )
         self.group = group
         self.namesrv_addrs = parse_namesrv(namesrv)
@@ -134,6 +143,8 @@ class Producer:
         self._async_sends: AsyncSends | None = None
         self._pool: ConnectionPool | None = None
         self._sender: Sender | None = None
+        self._planner: Planner | None = None
+        self._batching: BatchSends | None = None
         self._maintenance: Maintenance | None = None
 
     # -- life cycle -------------------------------------------------------------------
@@ -210,10 +221,23 @@ class Producer:
             heartbeat_interval_ms=options.heartbeat_interval_ms,
             probe_interval_ms=options.probe_interval_ms,
         )
+        self._planner = Planner(options, self._clock, self._rng)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._async_sends = AsyncSends(self._tg, native=runtime.is_asyncio)
         self._maintenance.start(self._tg)
+        if options.batching:
+            self._batching = BatchSends(
+                options,
+                sender=self._sender,
+                factory=self._factory,
+                planner=self._planner,
+                limiter=self._limiter,
+                tracker=self._tracker,
+                clock=self._clock,
+                spawn=self._async_sends.spawn,
+            )
+            self._tg.start_soon(self._batching.accumulator.run)
         self.state = ProducerState.RUNNING
 
     async def aclose(self) -> None:
@@ -232,6 +256,8 @@ class Producer:
         await self._async_sends.cancel_all()  # before the scope below cancels this task too
         self._tg.cancel_scope.cancel()
         await self._tg.__aexit__(None, None, None)
+        if self._batching is not None:
+            self._batching.fail_pending()
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0, shield=True):
             await self._maintenance.unregister_all()
         # Not wrapped in a scope of ours: the pool exits the connector's task group, which
@@ -277,6 +303,12 @@ class Producer:
         if order_key is not None and not isinstance(order_key, str):
             raise LocalProtocolError(f"order_key must be a str, got {type(order_key).__name__}")
         prepared = self._prepare(message)
+        batching = self._batching
+        if batching is not None and order_key is None and batchable(prepared, message):
+            assert self._planner is not None
+            joined = await batching.send(prepared, message, self._planner.budget_ms(timeout_ms))
+            if joined is not None:
+                return joined
         job = SendJob(prepared, message, order_key)
         return _answered(await self._run(job, SendMode.SYNC, timeout_ms))
 
@@ -302,13 +334,21 @@ class Producer:
         Exactly one of the callbacks runs, exactly once; the future resolves the same way.
         """
         prepared = self._prepare(message)
-        plan = self._plan(SendMode.ASYNC, timeout_ms, keyed=False)
+        assert self._planner is not None and self._async_sends is not None
+        budget = self._planner.budget_ms(timeout_ms)
+        future = SendFuture(on_success, on_exception, msg_id=prepared.msg_id)
+        batching = self._batching
+        if (
+            batching is not None
+            and batchable(prepared, message)
+            and batching.send_async(prepared, message, budget, future)
+        ):
+            return future
+        plan = self._planner.plan(SendMode.ASYNC, budget)
         # Take the in-flight slot now when there is room, so that close() drains this
         # send even if its task has not started yet.
         holds_slot = self._limiter.try_acquire(len(prepared.body))
         job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
-        future = SendFuture(on_success, on_exception, msg_id=prepared.msg_id)
-        assert self._async_sends is not None
         self._async_sends.spawn(
             self._run_async, job, plan, future, if_never_ran=lambda: self._abandon(job, future)
         )
@@ -355,32 +395,12 @@ class Producer:
             raise LocalProtocolError(f"expected a producer.Message, got {type(message).__name__}")
         return self._factory.prepare(message, self._next_uniq_key())
 
-    def _plan(self, mode: SendMode, timeout_ms: float | None, *, keyed: bool) -> SendPlan:
-        options = self.options
-        budget = options.send_timeout_ms if timeout_ms is None else timeout_ms
-        if not budget > 0:
-            raise LocalProtocolError(f"timeout_ms must be positive, got {timeout_ms!r}")
-        attempts = max_attempts(
-            mode,
-            keyed=keyed,
-            sync_retries=options.retry_times_when_send_failed,
-            async_retries=options.retry_times_when_send_async_failed,
-        )
-        return SendPlan(
-            mode=mode,
-            policy=options.retry_policy,
-            max_attempts=attempts,
-            deadline_ms=self._clock.monotonic_ms() + budget,
-            budget_ms=budget,
-            retry_not_store_ok=options.retry_another_broker_when_not_store_ok,
-            rng=self._rng,
-        )
-
     async def _run(
         self, job: SendJob, mode: SendMode, timeout_ms: float | None
     ) -> SendResult | None:
-        plan = self._plan(mode, timeout_ms, keyed=job.order_key is not None)
-        assert self._sender is not None
+        assert self._sender is not None and self._planner is not None
+        budget = self._planner.budget_ms(timeout_ms)
+        plan = self._planner.plan(mode, budget, keyed=job.order_key is not None)
         ticket = self._tracker.begin()
         try:
             return await self._sender.run(job, plan)
@@ -399,18 +419,7 @@ class Producer:
     async def _run_async(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
         assert self._sender is not None
         try:
-            result = await self._sender.run(job, plan)
-        except ProducerError as exc:
-            future.set_error(exc)
-        except anyio.get_cancelled_exc_class():
-            future.set_error(_closed_error(plan))
-            raise
-        except Exception as exc:  # a bug of ours: never let it kill the task group
-            log.exception("send_async failed unexpectedly")
-            future.set_error(ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
-        else:
-            assert result is not None
-            future.set_result(result)
+            await settle(future, plan, self._sender.run(job, plan))
         finally:
             self._tracker.end(job.ticket)
 
@@ -424,10 +433,3 @@ class Producer:
 def _answered(result: SendResult | None) -> SendResult:
     assert result is not None, "only a oneway send ends without a result"
     return result
-
-
-def _closed_error(plan: SendPlan) -> ProducerClosedError:
-    fate = Fate.UNKNOWN if plan.attempts else Fate.NOT_STORED
-    return ProducerClosedError(
-        "producer closed before the send finished", fate=fate, attempts=plan.attempts
-    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from producer._remoting.codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
 
@@ -93,6 +93,9 @@ class Fate(enum.Enum):
     UNKNOWN = "unknown"
 
 
+_E = TypeVar("_E", bound="ProducerError")
+
+
 class ProducerError(Exception):
     """Root of every error raised by this SDK."""
 
@@ -115,6 +118,14 @@ class ProducerError(Exception):
     @property
     def definitely_not_stored(self) -> bool:
         return self.fate is Fate.NOT_STORED
+
+    def copy(self: _E) -> _E:
+        """The same error as a new instance (each member of a batch gets its own)."""
+        clone = type(self).__new__(type(self))
+        clone.args = self.args
+        clone.__dict__.update(self.__dict__)
+        clone.__cause__ = self.__cause__
+        return clone
 
     def with_attempts(self, attempts: Sequence[AttemptRecord]) -> ProducerError:
         """Attach the send's attempt history (in place) and return self for ``raise``."""

@@ -255,11 +255,24 @@ class SendRequestFactory:
             properties = encode_message_properties(message, key)
             check_properties_size(properties)
             items.append(BatchItem(message.flag, bytes(message.body), properties))
+        return self._batch(messages[0], items, ",".join(uniq_keys))
+
+    def batch_of(
+        self, messages: Sequence[Message], prepared: Sequence[PreparedMessage]
+    ) -> PreparedMessage:
+        """One SEND_BATCH_MESSAGE of messages each already prepared alone (validated, with
+        its ``UNIQ_KEY``, not compressed): transparent batching's request."""
+        items = [
+            BatchItem(message.flag, one.body, one.properties)
+            for message, one in zip(messages, prepared, strict=True)
+        ]
+        return self._batch(messages[0], items, ",".join(one.msg_id for one in prepared))
+
+    def _batch(self, first: Message, items: list[BatchItem], msg_id: str) -> PreparedMessage:
         body = encode_batch(items)
         check_batch_size(len(body), self.max_message_size)
-        own = _WAIT_TRUE if messages[0].wait_store_msg_ok else _WAIT_FALSE
-        topic = messages[0].topic
-        return self._prepared(topic, body, 0, 0, own, ",".join(uniq_keys), batch=True)
+        own = _WAIT_TRUE if first.wait_store_msg_ok else _WAIT_FALSE
+        return self._prepared(first.topic, body, 0, 0, own, msg_id, batch=True)
 
     def _prepared(
         self,

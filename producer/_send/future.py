@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import replace
 from typing import Any
 
 import anyio
 
+from producer._send.plan import SendPlan
 from producer._send.result import SendResult
-from producer.errors import LocalProtocolError, ProducerError
+from producer.errors import (
+    AttemptRecord,
+    Fate,
+    LocalProtocolError,
+    ProducerClosedError,
+    ProducerError,
+)
 
 log = logging.getLogger("producer")
 
@@ -25,7 +34,7 @@ class SendFuture:
     raises is logged and changes nothing (A6).
     """
 
-    __slots__ = ("_done", "_error", "_on_exception", "_on_success", "_result", "msg_id")
+    __slots__ = ("_done", "_error", "_on_exception", "_on_success", "_result", "_waiters", "msg_id")
 
     def __init__(
         self,
@@ -35,14 +44,18 @@ class SendFuture:
         msg_id: str = "",
     ) -> None:
         self.msg_id = msg_id  # the UNIQ_KEY, known before the send: correlate failures by it
-        self._done = anyio.Event()
+        self._done = False
+        # Made only when someone awaits: most send_async callers use callbacks or await
+        # much later. On asyncio a loop future each (an anyio.Event costs several times
+        # more); one per awaiter, since cancelling an await cancels the future it awaits.
+        self._waiters: list[asyncio.Future[None] | anyio.Event] | None = None
         self._result: SendResult | None = None
         self._error: ProducerError | None = None
         self._on_success = on_success
         self._on_exception = on_exception
 
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._done
 
     def result(self) -> SendResult:
         """The result; raises the send's error, or LocalProtocolError if not done yet."""
@@ -59,7 +72,18 @@ class SendFuture:
         return self._error
 
     async def wait(self) -> SendResult:
-        await self._done.wait()
+        if not self._done:
+            loop = asyncio._get_running_loop()  # None under trio
+            if self._waiters is None:
+                self._waiters = []
+            if loop is not None:
+                future: asyncio.Future[None] = loop.create_future()
+                self._waiters.append(future)
+                await future
+            else:
+                event = anyio.Event()
+                self._waiters.append(event)
+                await event.wait()
         return self.result()
 
     def __await__(self) -> Generator[Any, None, SendResult]:
@@ -71,7 +95,7 @@ class SendFuture:
         if self.done():
             return
         self._result = result
-        self._done.set()
+        self._wake()
         if self._on_success is not None:
             _run_callback(self._on_success, result)
 
@@ -79,9 +103,18 @@ class SendFuture:
         if self.done():
             return
         self._error = error
-        self._done.set()
+        self._wake()
         if self._on_exception is not None:
             _run_callback(self._on_exception, error)
+
+    def _wake(self) -> None:
+        self._done = True
+        waiters, self._waiters = self._waiters, None
+        for waiter in waiters or ():
+            if isinstance(waiter, anyio.Event):
+                waiter.set()
+            elif not waiter.done():  # an awaiter cancelled meanwhile
+                waiter.set_result(None)
 
     def __repr__(self) -> str:
         if not self.done():
@@ -96,3 +129,35 @@ def _run_callback(callback: Callable[[Any], object], value: object) -> None:
         callback(value)
     except Exception:
         log.exception("send_async callback %r raised; the producer carries on", callback)
+
+
+async def settle(
+    future: SendFuture,
+    plan: SendPlan,
+    sending: Awaitable[SendResult | None],
+    before: tuple[AttemptRecord, ...] = (),
+) -> None:
+    """Run a background send and complete ``future`` with its outcome, whatever it is.
+
+    ``before``: attempts made for this message before (a batch it was part of)."""
+    try:
+        result = await sending
+    except ProducerError as exc:
+        future.set_error(exc.with_attempts(before + exc.attempts) if before else exc)
+    except anyio.get_cancelled_exc_class():
+        future.set_error(closed_error(plan))
+        raise
+    except Exception as exc:  # a bug of ours: never let it kill the task group
+        log.exception("send_async failed unexpectedly")
+        future.set_error(ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
+    else:
+        assert result is not None, "a background send is never oneway"
+        future.set_result(replace(result, attempts=before + result.attempts) if before else result)
+
+
+def closed_error(plan: SendPlan) -> ProducerClosedError:
+    """The producer closed while the send ran (its fate is unknown once attempted)."""
+    fate = Fate.UNKNOWN if plan.attempts else Fate.NOT_STORED
+    return ProducerClosedError(
+        "producer closed before the send finished", fate=fate, attempts=plan.attempts
+    )

@@ -37,6 +37,10 @@ class ProducerOptions:
     backpressure: Literal["wait", "fail"] = "wait"
     close_timeout_ms: float = 5000.0
     auto_create_topic: bool = True
+    batching: bool = True
+    batch_max_messages: int = 256
+    batch_max_bytes: int = 256 * 1024
+    batch_linger_ms: float = 0.0
 
     def __post_init__(self) -> None:
         positive = {
@@ -48,6 +52,8 @@ class ProducerOptions:
             "connect_timeout_ms": self.connect_timeout_ms,
             "max_in_flight": self.max_in_flight,
             "max_in_flight_bytes": self.max_in_flight_bytes,
+            "batch_max_messages": self.batch_max_messages,
+            "batch_max_bytes": self.batch_max_bytes,
         }
         for name, value in positive.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
@@ -69,6 +75,13 @@ class ProducerOptions:
         if self.backpressure not in ("wait", "fail"):
             raise InvalidOptionError(
                 f"backpressure must be 'wait' or 'fail', got {self.backpressure!r}"
+            )
+        if not isinstance(self.batch_linger_ms, (int, float)) or not self.batch_linger_ms >= 0:
+            raise InvalidOptionError(f"batch_linger_ms must be >= 0, got {self.batch_linger_ms!r}")
+        if self.batch_max_bytes > self.max_message_size:
+            raise InvalidOptionError(
+                f"batch_max_bytes ({self.batch_max_bytes}) must not exceed max_message_size "
+                f"({self.max_message_size}): the broker refuses a larger batch"
             )
         if not isinstance(self.retry_policy, RetryPolicy):
             raise InvalidOptionError(f"retry_policy must be a RetryPolicy: {self.retry_policy!r}")

@@ -45,13 +45,16 @@ class SendJob:
     order_key: str | None = None  # keyed: the key's queue is final (F5)
     holds_slot: bool = False  # the caller already took its in-flight slot
     ticket: int = 0  # send_async's place in the producer's SendTracker (flush)
+    #: A transparent batch's messages: each holds its own in-flight slot, and hooks and
+    #: spans see each one. Empty for every other send.
+    members: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class _Send:
     job: SendJob
     plan: SendPlan
-    span: Span
+    spans: tuple[Span, ...]  # one per message: a transparent batch fans out
 
 
 class Sender:
@@ -81,33 +84,45 @@ class Sender:
 
         Returns the result, or ``None`` for a oneway send (it gets no answer)."""
         topic = job.prepared.topic
-        span = self.telemetry.start_send(topic, plan.mode.value)
+        operation = plan.mode.value
+        spans = tuple(self.telemetry.start_send(topic, operation) for _ in job.members or "1")
         started = self.clock.monotonic_ms()
         try:
-            result = await self._run_limited(_Send(job, plan, span), started)
+            result = await self._run_limited(_Send(job, plan, spans), started)
         except ProducerError as exc:
-            self.telemetry.finish_error(span, topic, exc, self._seconds_since(started))
+            seconds = self._seconds_since(started)
+            for span in spans:
+                self.telemetry.finish_error(span, topic, exc, seconds)
             raise
         except BaseException:
-            span.end()
+            for span in spans:
+                span.end()
             raise
-        self.telemetry.finish_ok(span, topic, result, self._seconds_since(started))
+        seconds = self._seconds_since(started)
+        for span in spans:
+            self.telemetry.finish_ok(span, topic, result, seconds)
         return result
 
     async def _run_limited(self, send: _Send, now: float) -> SendResult | None:
         job = send.job
+        if job.members:  # its members hold their slots
+            return await self._run_routed(send, now)
         size = len(job.prepared.body)
         if not (job.holds_slot or self.limiter.try_acquire(size)):
             await self.limiter.acquire(size, send.plan.deadline_ms - now)
             now = self.clock.monotonic_ms()
         try:
-            route = self.routes.cached(job.prepared.topic)
-            if route is None:
-                route = await self.routes.get(job.prepared.topic, send.plan.deadline_ms)
-                now = self.clock.monotonic_ms()
-            finish = await self._attempts(send, route, now)
+            return await self._run_routed(send, now)
         finally:
             self.limiter.release(size)
+
+    async def _run_routed(self, send: _Send, now: float) -> SendResult | None:
+        topic = send.job.prepared.topic
+        route = self.routes.cached(topic)
+        if route is None:
+            route = await self.routes.get(topic, send.plan.deadline_ms)
+            now = self.clock.monotonic_ms()
+        finish = await self._attempts(send, route, now)
         if finish.error is not None:
             raise finish.error
         return finish.result
@@ -147,12 +162,11 @@ class Sender:
         """One attempt; returns the decision and the clock reading it ended at."""
         job, plan = send.job, send.plan
         addr = route.broker_addrs.get(queue.broker_name, "")
-        ctx = None
+        contexts: list[AttemptContext] = []
         if self.hooks.active:
-            ctx = AttemptContext(
-                self.group, job.message, queue, addr, step.number, job.prepared.msg_id
-            )
-            await self.hooks.before(ctx)
+            contexts = self._hook_contexts(job, queue, addr, step.number)
+            for ctx in contexts:
+                await self.hooks.before(ctx)
             now = self.clock.monotonic_ms()
         start = now
         broker = queue.broker_name
@@ -165,7 +179,7 @@ class Sender:
             latency = now - start
             self._record_fault(broker, latency, exc, now)
             decision: Retry | Finish = plan.on_error(queue, exc, latency, now)
-            if ctx is not None:
+            for ctx in contexts:
                 ctx.error, ctx.latency_ms = exc, latency
         except BaseException:
             self.router.on_complete(broker)
@@ -180,13 +194,29 @@ class Sender:
             else:
                 self._record_fault(broker, latency, None, now)
                 decision = plan.on_answer(queue, *answer, job.prepared.msg_id, latency)
-            if ctx is not None:
+            for ctx in contexts:
                 ctx.result, ctx.latency_ms = plan.last_result, latency
-        self.telemetry.attempt(send.span, route.topic, plan.attempts[-1], step.number)
-        if ctx is not None:
-            await self.hooks.after(ctx)
+        for span in send.spans:
+            self.telemetry.attempt(span, route.topic, plan.attempts[-1], step.number)
+        if contexts:
+            for ctx in contexts:
+                await self.hooks.after(ctx)
             now = self.clock.monotonic_ms()
         return decision, now
+
+    def _hook_contexts(
+        self, job: SendJob, queue: MessageQueue, addr: str, number: int
+    ) -> list[AttemptContext]:
+        """One context per message: hooks see each member of a transparent batch."""
+        if not job.members:
+            return [
+                AttemptContext(self.group, job.message, queue, addr, number, job.prepared.msg_id)
+            ]
+        ids = job.prepared.msg_id.split(",")
+        return [
+            AttemptContext(self.group, message, queue, addr, number, msg_id)
+            for message, msg_id in zip(job.members, ids, strict=True)
+        ]
 
     async def _exchange(
         self,

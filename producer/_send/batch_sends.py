@@ -1,0 +1,234 @@
+"""Sends through the accumulator, and what runs each group it flushes.
+
+A group of one is an ordinary send. A larger group is one SEND_BATCH_MESSAGE run through
+the same :class:`Sender` as any send (S1-S11 hold for the batch, so for every member),
+whose outcome is handed to each member: its own result (its ``msg_id``, its
+``offset_msg_id``, ``queue_offset = base + i``, the batch's attempts) or its own error
+instance. A batch refused for a reason that may belong to one message (13
+MESSAGE_ILLEGAL) is re-sent as single messages within each member's budget, so one bad
+message never fails its neighbours.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import anyio
+
+from producer._client.clock import Clock
+from producer._remoting.codes import ResponseCode
+from producer._remoting.message import Message
+from producer._remoting.message_codec import COMPRESSED_FLAG
+from producer._remoting.requests import PreparedMessage, SendRequestFactory
+from producer._send.backpressure import InFlightLimiter
+from producer._send.batching import Accumulator, GroupKey, Member
+from producer._send.future import SendFuture, closed_error, settle
+from producer._send.options import ProducerOptions
+from producer._send.plan import SendMode
+from producer._send.planner import Planner
+from producer._send.result import SendResult
+from producer._send.sender import Sender, SendJob
+from producer._send.tracker import SendTracker
+from producer.errors import AttemptRecord, ProducerClosedError, ProducerError
+
+log = logging.getLogger("producer")
+
+#: Spawns a coroutine function as a task the producer owns; the callback runs if the
+#: task is cancelled before it starts (see :class:`~producer._send.async_sends.AsyncSends`).
+Spawn = Callable[..., None]
+
+_RESENT_ALONE = frozenset({ResponseCode.MESSAGE_ILLEGAL})
+_SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%")
+
+
+def batchable(prepared: PreparedMessage, message: Message) -> bool:
+    """What a 4.x broker takes in a batch: not compressed, not delayed, no retry or
+    dead-letter topic."""
+    return not (
+        prepared.sys_flag & COMPRESSED_FLAG
+        or message.delay_level
+        or prepared.topic.startswith(_SYSTEM_PREFIXES)
+    )
+
+
+def member_result(batch: SendResult, index: int, msg_id: str) -> SendResult:
+    """Member ``index``'s share of a batch's result."""
+    offset_ids = batch.offset_msg_id.split(",")
+    return replace(
+        batch,
+        msg_id=msg_id,
+        offset_msg_id=offset_ids[index] if index < len(offset_ids) else "",
+        queue_offset=batch.queue_offset + index,
+    )
+
+
+class BatchSends:
+    """The producer's transparent batching: members join groups, groups are sent."""
+
+    __slots__ = (
+        "_clock",
+        "_factory",
+        "_limiter",
+        "_planner",
+        "_sender",
+        "_spawn",
+        "_tracker",
+        "accumulator",
+    )
+
+    def __init__(
+        self,
+        options: ProducerOptions,
+        *,
+        sender: Sender,
+        factory: SendRequestFactory,
+        planner: Planner,
+        limiter: InFlightLimiter,
+        tracker: SendTracker,
+        clock: Clock,
+        spawn: Spawn,
+    ) -> None:
+        self._sender = sender
+        self._factory = factory
+        self._planner = planner
+        self._limiter = limiter
+        self._tracker = tracker
+        self._clock = clock
+        self._spawn = spawn
+        self.accumulator = Accumulator(
+            self._launch,
+            max_messages=options.batch_max_messages,
+            max_bytes=options.batch_max_bytes,
+            linger_ms=options.batch_linger_ms,
+        )
+
+    # -- joining --------------------------------------------------------------------------
+
+    async def send(
+        self, prepared: PreparedMessage, message: Message, budget_ms: float
+    ) -> SendResult | None:
+        """Join this turn's group and wait for the outcome; ``None``: not joined (the
+        first send of the turn, or no free slot), so the caller sends alone."""
+        key = GroupKey(prepared.topic, SendMode.SYNC, budget_ms, message.wait_store_msg_ok)
+        member = self._join(key, prepared, message, SendFuture(msg_id=prepared.msg_id))
+        if member is None:
+            return None
+        try:
+            return await member.future.wait()
+        except BaseException:
+            if not member.future.done():
+                self._abandon(member)
+            raise
+
+    def send_async(
+        self, prepared: PreparedMessage, message: Message, budget_ms: float, future: SendFuture
+    ) -> bool:
+        """Join this turn's group; ``False``: not joined, the caller sends alone."""
+        key = GroupKey(prepared.topic, SendMode.ASYNC, budget_ms, message.wait_store_msg_ok)
+        return self._join(key, prepared, message, future) is not None
+
+    def _join(
+        self, key: GroupKey, prepared: PreparedMessage, message: Message, future: SendFuture
+    ) -> Member | None:
+        group = self.accumulator.group_for(key)
+        if group is None or not self._limiter.try_acquire(len(prepared.body)):
+            return None
+        deadline = self._clock.monotonic_ms() + key.budget_ms
+        member = Member(prepared, message, deadline, future, self._tracker.begin())
+        group.append(member)
+        return member
+
+    def _abandon(self, member: Member) -> None:
+        """Its caller was cancelled: a member not yet sent is left out; a sent one goes
+        on with its batch, whose outcome nobody awaits."""
+        if not member.sent:
+            member.cancelled = True
+            self._release(member)
+
+    def _release(self, member: Member) -> None:
+        self._limiter.release(member.size)
+        self._tracker.end(member.ticket)
+
+    def fail_pending(self) -> None:
+        """At close: members never sent fail with ProducerClosedError."""
+        self._fail(self.accumulator.take_pending(), _never_started())
+
+    # -- running the groups ---------------------------------------------------------------
+
+    def _launch(self, key: GroupKey, members: list[Member]) -> None:
+        if len(members) == 1:
+            self._spawn(self._alone, key, members[0], (), if_never_ran=self._never_ran(members))
+        else:
+            self._spawn(self._batch, key, members, if_never_ran=self._never_ran(members))
+
+    def _never_ran(self, members: list[Member]) -> Callable[[], None]:
+        def fail() -> None:
+            for member in members:
+                if not member.future.done():
+                    self._release(member)
+                    member.future.set_error(
+                        ProducerClosedError("producer closed before the send started")
+                    )
+
+        return fail
+
+    async def _alone(
+        self, key: GroupKey, member: Member, before: tuple[AttemptRecord, ...]
+    ) -> None:
+        """One member as an ordinary send (``before``: the batch attempts it was in)."""
+        plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=member.deadline_ms)
+        job = SendJob(member.prepared, member.message, holds_slot=True)
+        try:
+            await settle(member.future, plan, self._sender.run(job, plan), before)
+        finally:
+            self._tracker.end(member.ticket)
+
+    async def _batch(self, key: GroupKey, members: list[Member]) -> None:
+        messages = tuple(m.message for m in members)
+        deadline = min(m.deadline_ms for m in members)
+        plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=deadline)
+        try:
+            prepared = self._factory.batch_of(messages, [m.prepared for m in members])
+        except ProducerError:  # too large once encoded: each goes alone
+            self._resend_alone(key, members, ())
+            return
+        job = SendJob(prepared, messages[0], members=messages)
+        try:
+            result = await self._sender.run(job, plan)
+        except ProducerError as exc:
+            if exc.code in _RESENT_ALONE:
+                self._resend_alone(key, members, tuple(plan.attempts))
+            else:
+                self._fail(members, exc)
+        except anyio.get_cancelled_exc_class():
+            self._fail(members, closed_error(plan))
+            raise
+        except Exception as exc:  # a bug of ours: never let it kill the task group
+            log.exception("a transparent batch failed unexpectedly")
+            self._fail(members, ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
+        else:
+            assert result is not None
+            for index, member in enumerate(members):
+                self._release(member)
+                member.future.set_result(member_result(result, index, member.prepared.msg_id))
+
+    def _resend_alone(
+        self, key: GroupKey, members: list[Member], before: tuple[AttemptRecord, ...]
+    ) -> None:
+        for member in members:
+            self._spawn(self._alone, key, member, before, if_never_ran=self._never_ran([member]))
+
+    def _fail(self, members: Sequence[Member], error: ProducerError) -> None:
+        """Each member gets its own instance of the batch's error."""
+        for member in members:
+            self._release(member)
+            member.future.set_error(error.copy())
+
+    def __repr__(self) -> str:
+        return f"BatchSends({self.accumulator!r})"
+
+
+def _never_started() -> ProducerClosedError:
+    return ProducerClosedError("producer closed before the send started")

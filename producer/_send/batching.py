@@ -1,0 +1,126 @@
+"""Transparent batching: concurrent sends to one topic leave as one SEND_BATCH_MESSAGE.
+
+The first send to a topic in a turn of the event loop goes out at once and alone, exactly
+as without batching, so a caller sending one message at a time waits no longer. That send
+opens the topic's *turn*: sends to the same topic made before the flusher runs (the rest
+of this loop turn, or ``batch_linger_ms``) join a pending group, and the flusher hands
+each group on, split by the caps on count and bytes - a group of one is sent alone.
+
+Members of one group share what one batch can carry for all: topic, mode (sync / async),
+budget and ``wait_store_msg_ok``. Members made in the same turn with the same budget have
+deadlines within that turn of each other, so the batch's deadline (its earliest
+member's) takes nothing from any of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import anyio
+
+from producer._remoting.message import Message
+from producer._remoting.requests import PreparedMessage
+from producer._send.future import SendFuture
+from producer._send.plan import SendMode
+
+#: A batch body's bytes around each message (five int32s and an int16).
+ITEM_OVERHEAD = 22
+
+
+class GroupKey(NamedTuple):
+    topic: str
+    mode: SendMode
+    budget_ms: float
+    wait_store_msg_ok: bool
+
+
+@dataclass(eq=False, slots=True)
+class Member:
+    """One caller's message waiting in (or sent with) a group."""
+
+    prepared: PreparedMessage
+    message: Message
+    deadline_ms: float
+    future: SendFuture
+    ticket: int  # its place in the producer's SendTracker (flush)
+    sent: bool = False  # handed to a batch: from now on the batch owns its slot and ticket
+    cancelled: bool = False  # its caller gave up before it was sent: leave it out
+
+    @property
+    def size(self) -> int:
+        """What it holds of the in-flight limiter's bytes."""
+        return len(self.prepared.body)
+
+    @property
+    def batch_bytes(self) -> int:
+        return ITEM_OVERHEAD + len(self.prepared.body) + len(self.prepared.properties)
+
+
+Launch = Callable[[GroupKey, list[Member]], None]
+
+
+class Accumulator:
+    """The pending groups, and the flusher that hands them to ``launch`` once per turn."""
+
+    __slots__ = ("_groups", "_launch", "_linger_s", "_max_bytes", "_max_messages", "_wake")
+
+    def __init__(
+        self, launch: Launch, *, max_messages: int, max_bytes: int, linger_ms: float
+    ) -> None:
+        self._launch = launch
+        self._max_messages = max_messages
+        self._max_bytes = max_bytes
+        self._linger_s = linger_ms / 1000.0
+        self._groups: dict[GroupKey, list[Member]] = {}
+        self._wake = anyio.Event()
+
+    def group_for(self, key: GroupKey) -> list[Member] | None:
+        """The open group of ``key`` to join; ``None`` when its turn was not open: now it
+        is, and the caller sends alone."""
+        group = self._groups.get(key)
+        if group is None:
+            self._groups[key] = []
+            self._wake.set()
+        return group
+
+    async def run(self) -> None:
+        """The flusher: each wake-up waits out the turn (or the linger), then flushes."""
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            await anyio.sleep(self._linger_s)  # 0 still yields: the turn's sends join first
+            self.flush()
+
+    def flush(self) -> None:
+        groups, self._groups = self._groups, {}
+        for key, members in groups.items():
+            for chunk in self._chunks(members):
+                for member in chunk:
+                    member.sent = True
+                self._launch(key, chunk)
+
+    def take_pending(self) -> list[Member]:
+        """Every member not sent yet, removed (the producer is closing)."""
+        groups, self._groups = self._groups, {}
+        return [m for members in groups.values() for m in members if not m.cancelled]
+
+    def _chunks(self, members: list[Member]) -> Iterator[list[Member]]:
+        chunk: list[Member] = []
+        size = 0
+        for member in members:
+            if member.cancelled:
+                continue
+            grow = member.batch_bytes
+            if chunk and (len(chunk) >= self._max_messages or size + grow > self._max_bytes):
+                yield chunk
+                chunk, size = [], 0
+            chunk.append(member)
+            size += grow
+        if chunk:
+            yield chunk
+
+    def __repr__(self) -> str:
+        pending = sum(len(members) for members in self._groups.values())
+        return f"Accumulator(groups={len(self._groups)}, pending={pending})"

@@ -1,0 +1,56 @@
+"""Makes each send's :class:`SendPlan` from the producer's options, clock and random source."""
+
+from __future__ import annotations
+
+import random
+
+from producer._client.clock import Clock
+from producer._send.options import ProducerOptions
+from producer._send.plan import SendMode, SendPlan, max_attempts
+from producer.errors import LocalProtocolError
+
+
+class Planner:
+    """One per producer: the settings every plan shares, read once."""
+
+    __slots__ = ("_clock", "_options", "_rng")
+
+    def __init__(self, options: ProducerOptions, clock: Clock, rng: random.Random) -> None:
+        self._options = options
+        self._clock = clock
+        self._rng = rng
+
+    def budget_ms(self, timeout_ms: float | None) -> float:
+        """The call's budget: its own ``timeout_ms`` or ``send_timeout_ms``."""
+        budget = self._options.send_timeout_ms if timeout_ms is None else timeout_ms
+        if not budget > 0:
+            raise LocalProtocolError(f"timeout_ms must be positive, got {timeout_ms!r}")
+        return budget
+
+    def plan(
+        self,
+        mode: SendMode,
+        budget_ms: float,
+        *,
+        keyed: bool = False,
+        deadline_ms: float | None = None,
+    ) -> SendPlan:
+        """A fresh plan; its deadline is ``budget_ms`` from now unless given."""
+        options = self._options
+        attempts = max_attempts(
+            mode,
+            keyed=keyed,
+            sync_retries=options.retry_times_when_send_failed,
+            async_retries=options.retry_times_when_send_async_failed,
+        )
+        if deadline_ms is None:
+            deadline_ms = self._clock.monotonic_ms() + budget_ms
+        return SendPlan(
+            mode=mode,
+            policy=options.retry_policy,
+            max_attempts=attempts,
+            deadline_ms=deadline_ms,
+            budget_ms=budget_ms,
+            retry_not_store_ok=options.retry_another_broker_when_not_store_ok,
+            rng=self._rng,
+        )
