@@ -40,37 +40,41 @@ def _bars(ax: Any, labels: list[str], series: dict[str, list[float]], log: bool 
     ax.legend()
 
 
+_THROUGHPUT_SIDES = {
+    "sdk": "SDK",
+    "sdk_unbatched": "SDK, batching off",
+    "blaster": "raw-frame blaster",
+}
+
+
 def throughput(results: dict[str, Any], out_dir: Path) -> list[str]:
     modes = results["modes"]
     labels = list(modes)
+    sides = [s for s in _THROUGHPUT_SIDES if f"{s}_msgs_per_s" in modes[labels[0]]]
     fig, ax = plt.subplots(figsize=(9, 4.5))
     _bars(
         ax,
         labels,
-        {
-            "SDK": [modes[m]["sdk_msgs_per_s"] for m in labels],
-            "raw-frame blaster": [modes[m]["blaster_msgs_per_s"] for m in labels],
-        },
+        {_THROUGHPUT_SIDES[s]: [modes[m][f"{s}_msgs_per_s"] for m in labels] for s in sides},
     )
+    first = sides[0]
     for x, m in enumerate(labels):
-        top = max(modes[m]["sdk_msgs_per_s"] or 0, modes[m]["blaster_msgs_per_s"] or 0)
-        ax.annotate(f"{modes[m]['ratio']:.2f}x", (x, top), ha="center", va="bottom")
+        top = max(modes[m][f"{s}_msgs_per_s"] or 0 for s in sides)
+        ratio = modes[m].get(f"{first}_ratio")
+        if ratio is not None:
+            ax.annotate(f"{ratio:.2f}x", (x, top), ha="center", va="bottom")
     ax.set_ylabel("messages / s")
-    ax.set_title("Throughput: SDK vs raw frames on the same broker (label: SDK/blaster)")
+    ax.set_title(
+        f"Throughput vs raw frames on the same broker (label: {_THROUGHPUT_SIDES[first]}/blaster)"
+    )
     names = [_save(fig, out_dir, "throughput.png")]
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    _bars(
-        ax,
-        labels,
-        {
-            "SDK p50": [modes[m]["sdk_p50_ms"] for m in labels],
-            "SDK p99": [modes[m]["sdk_p99_ms"] for m in labels],
-            "blaster p50": [modes[m]["blaster_p50_ms"] for m in labels],
-            "blaster p99": [modes[m]["blaster_p99_ms"] for m in labels],
-        },
-        log=True,
-    )
+    series = {}
+    for s in sides:
+        for q in ("p50", "p99"):
+            series[f"{_THROUGHPUT_SIDES[s]} {q}"] = [modes[m][f"{s}_{q}_ms"] for m in labels]
+    _bars(ax, labels, series, log=True)
     ax.set_ylabel("latency (ms, log)")
     ax.set_title("Send latency: SDK vs raw frames")
     names.append(_save(fig, out_dir, "latency.png"))

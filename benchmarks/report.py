@@ -37,22 +37,28 @@ def _targets(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+_SIDES = (("sdk", "SDK"), ("sdk_unbatched", "SDK, batching off"), ("blaster", "blaster"))
+
+
 def throughput(doc: dict[str, Any]) -> list[str]:
     lines = [
         _origin(doc),
         "",
-        "| mode | SDK msg/s | blaster msg/s | SDK / blaster | SDK p50 / p99 ms "
-        "| blaster p50 / p99 ms | client CPU SDK / blaster | broker CPU SDK / blaster |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|",
+        "| mode | side | msg/s | / blaster | p50 / p99 ms | client CPU | client us/msg "
+        "| broker CPU |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     for name, r in doc["results"]["modes"].items():
-        lines.append(
-            f"| {name} | {_f(r['sdk_msgs_per_s'], 0)} | {_f(r['blaster_msgs_per_s'], 0)} "
-            f"| {_f(r['ratio'], 3)} | {_f(r['sdk_p50_ms'], 3)} / {_f(r['sdk_p99_ms'], 3)} "
-            f"| {_f(r['blaster_p50_ms'], 3)} / {_f(r['blaster_p99_ms'], 3)} "
-            f"| {_f(r['sdk_client_cpu'], 2)} / {_f(r['blaster_client_cpu'], 2)} "
-            f"| {_f(r['sdk_server_cpu'], 2)} / {_f(r['blaster_server_cpu'], 2)} |"
-        )
+        for side, label in _SIDES:
+            if f"{side}_msgs_per_s" not in r:
+                continue
+            lines.append(
+                f"| {name} | {label} | {_f(r[f'{side}_msgs_per_s'], 0)} "
+                f"| {_f(r.get(f'{side}_ratio', 1.0), 3)} "
+                f"| {_f(r[f'{side}_p50_ms'], 3)} / {_f(r[f'{side}_p99_ms'], 3)} "
+                f"| {_f(r[f'{side}_client_cpu'], 2)} | {_f(r[f'{side}_cpu_us_per_msg'], 1)} "
+                f"| {_f(r[f'{side}_server_cpu'], 2)} |"
+            )
     return lines + _targets(doc)
 
 

@@ -17,6 +17,7 @@ headline ratios are medians of the per-round ratios.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from dataclasses import dataclass
@@ -36,6 +37,12 @@ from producer._transport import AsyncioConnector
 
 NAME = "throughput"
 GROUP = "bench-producer"
+SIDES = {
+    "both": ("blaster", "sdk", "sdk_unbatched"),
+    "on": ("blaster", "sdk"),
+    "off": ("blaster", "sdk_unbatched"),
+}
+SIDE_NAMES = {"blaster": "blaster", "sdk": "SDK", "sdk_unbatched": "SDK, batching off"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--rounds", type=common.positive_int, help="repetitions of all modes (3; --quick: 1)"
+    )
+    parser.add_argument(
+        "--batching",
+        choices=("both", "on", "off"),
+        default="both",
+        help="SDK with transparent batching on, off, or both side by side (default: both)",
     )
     parser.add_argument(
         "--routing",
@@ -185,24 +198,30 @@ async def run_bench(
     await bench.prepare()
     modes = modes_of(args)
     rounds: dict[str, list[dict[str, Any]]] = {m.name: [] for m in modes}
-    async with Producer(GROUP, namesrv=namesrv, routing=args.routing) as producer:
-        await producer.send(Message(args.topic, bench.body))  # route and connection
+    sides = SIDES[args.batching]
+    async with contextlib.AsyncExitStack() as stack:
+        producers = {}
+        for side in sides[1:]:
+            producer = Producer(
+                GROUP, namesrv=namesrv, routing=args.routing, batching=side == "sdk"
+            )
+            producers[side] = await stack.enter_async_context(producer)
+            await producer.send(Message(args.topic, bench.body))  # route and connection
         with common.progress() as bar:
-            task = bar.add_task(NAME, total=len(modes) * args.rounds * 2)
+            task = bar.add_task(NAME, total=len(modes) * args.rounds * len(sides))
             for n in range(args.rounds):
                 for mode in modes:
                     entry: dict[str, Any] = {}
-                    # alternate who goes first, so a drift in machine load hits both
-                    order = ("blaster", "sdk") if n % 2 == 0 else ("sdk", "blaster")
-                    for side in order:
+                    # rotate who goes first, so a drift in machine load hits every side
+                    for side in sides[n % len(sides) :] + sides[: n % len(sides)]:
                         bar.update(task, description=f"round {n + 1}: {side} {mode.name}")
                         if side == "blaster":
                             entry[side] = await bench.blaster(mode)
                         else:
-                            entry[side] = await bench.sdk(producer, mode)
+                            entry[side] = await bench.sdk(producers[side], mode)
                         bar.advance(task)
                     rounds[mode.name].append(entry)
-    return summarize(modes, rounds)
+    return summarize(modes, rounds, sides)
 
 
 def _median_of(entries: list[dict[str, Any]], side: str, *path: str) -> float | None:
@@ -216,20 +235,39 @@ def _median_of(entries: list[dict[str, Any]], side: str, *path: str) -> float | 
     return round(common.median(values), 4) if values else None
 
 
-def summarize(modes: list[Mode], rounds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _ratio_median(entries: list[dict[str, Any]], side: str) -> float | None:
+    ratios = [common.ratio(e[side]["msgs_per_s"], e["blaster"]["msgs_per_s"]) for e in entries]
+    found = [r for r in ratios if r is not None]
+    return round(common.median(found), 4) if found else None
+
+
+def _cpu_us_per_msg(entries: list[dict[str, Any]], side: str) -> float | None:
+    """Client CPU (fraction of a core) over messages per second, in microseconds."""
+    values = [
+        e[side]["client_cpu"] * 1e6 / e[side]["msgs_per_s"]
+        for e in entries
+        if e[side].get("client_cpu") is not None and e[side]["msgs_per_s"]
+    ]
+    return round(common.median(values), 2) if values else None
+
+
+def summarize(
+    modes: list[Mode], rounds: dict[str, list[dict[str, Any]]], sides: tuple[str, ...]
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    sdks = [side for side in sides if side != "blaster"]
     for mode in modes:
         entries = rounds[mode.name]
-        ratios = [common.ratio(e["sdk"]["msgs_per_s"], e["blaster"]["msgs_per_s"]) for e in entries]
         out[mode.name] = {
             "kind": mode.kind,
             "inflight": mode.inflight,
             "batch": mode.batch,
-            "ratio": round(common.median([r for r in ratios if r is not None]), 4),
             "rounds": entries,
+            **{f"{side}_ratio": _ratio_median(entries, side) for side in sdks},
+            **{f"{side}_cpu_us_per_msg": _cpu_us_per_msg(entries, side) for side in sides},
             **{
                 f"{side}_{key}": _median_of(entries, side, *path)
-                for side in ("sdk", "blaster")
+                for side in sides
                 for key, path in (
                     ("msgs_per_s", ("msgs_per_s",)),
                     ("p50_ms", ("latency", "p50_ms")),
@@ -243,10 +281,12 @@ def summarize(modes: list[Mode], rounds: dict[str, list[dict[str, Any]]]) -> dic
     single = None
     if singles:
         row = out[singles[0].name]
+        side = sdks[0]
         single = {
-            "sdk_p50_ms": row["sdk_p50_ms"],
+            "side": side,
+            "sdk_p50_ms": row[f"{side}_p50_ms"],
             "raw_p50_ms": row["blaster_p50_ms"],
-            "ratio": common.ratio(row["sdk_p50_ms"], row["blaster_p50_ms"]),
+            "ratio": common.ratio(row[f"{side}_p50_ms"], row["blaster_p50_ms"]),
         }
     limit = max(
         (row["blaster_msgs_per_s"] or 0.0 for row in out.values() if not row["batch"]),
@@ -256,21 +296,24 @@ def summarize(modes: list[Mode], rounds: dict[str, list[dict[str, Any]]]) -> dic
 
 
 def targets_of(results: dict[str, Any], args: argparse.Namespace) -> list[common.Target]:
+    """Issue 11's targets, each on the sides this run measured."""
     modes = results["modes"]
     targets = []
-    if "await x256" in modes:
-        targets.append(
-            common.Target("await x256 msgs/s vs blaster", modes["await x256"]["ratio"], ">=", 0.6)
-        )
-    pipelined = modes.get(f"async w{args.window}")
-    if pipelined is not None:
-        targets.append(
-            common.Target(f"send_async w{args.window} vs blaster", pipelined["ratio"], ">=", 0.8)
-        )
+    x256, pipelined = modes.get("await x256"), modes.get(f"async w{args.window}")
+    checks = [
+        (x256, "sdk_ratio", "await x256 msgs/s vs blaster, batching on", ">=", 1.0),
+        (x256, "sdk_unbatched_ratio", "await x256 msgs/s vs blaster, batching off", ">=", 0.5),
+        (pipelined, "sdk_ratio", f"send_async w{args.window} vs blaster, batching on", ">=", 1.2),
+        (x256, "sdk_unbatched_cpu_us_per_msg", "await x256 client CPU us/msg, off", "<=", 25.0),
+        (x256, "sdk_cpu_us_per_msg", "await x256 client CPU us/msg, batching on", "<=", 8.0),
+    ]
+    for row, key, name, op, goal in checks:
+        if row is not None and row.get(key) is not None:
+            targets.append(common.Target(name, row[key], op, goal))
     single = results["single_inflight"]
     if single is not None:
         targets.append(
-            common.Target("single-in-flight p50 vs raw round trip", single["ratio"], "<=", 1.3)
+            common.Target("single-in-flight p50 vs raw round trip", single["ratio"], "<=", 2.5)
         )
     return targets
 
@@ -279,26 +322,29 @@ def print_table(results: dict[str, Any]) -> None:
     table = Table(title="SDK vs raw-frame blaster (medians over rounds)")
     for column in (
         "mode",
-        "SDK msg/s",
-        "blaster msg/s",
-        "SDK / blaster",  # the README's names (benchmarks/report.py writes them there)
-        "SDK p50 / p99 ms",
-        "blaster p50 / p99 ms",
-        "client CPU SDK / blaster",
-        "broker CPU SDK / blaster",
+        "side",
+        "msg/s",
+        "/ blaster",  # the README's names (benchmarks/report.py writes them there)
+        "p50 / p99 ms",
+        "client CPU",
+        "client us/msg",
+        "broker CPU",
     ):
-        table.add_column(column, justify="left" if column == "mode" else "right")
+        table.add_column(column, justify="left" if column in ("mode", "side") else "right")
     for name, row in results["modes"].items():
-        table.add_row(
-            name,
-            common.fmt(row["sdk_msgs_per_s"], 0),
-            common.fmt(row["blaster_msgs_per_s"], 0),
-            common.fmt(row["ratio"], 3),
-            f"{common.fmt(row['sdk_p50_ms'], 3)} / {common.fmt(row['sdk_p99_ms'], 3)}",
-            f"{common.fmt(row['blaster_p50_ms'], 3)} / {common.fmt(row['blaster_p99_ms'], 3)}",
-            f"{common.fmt(row['sdk_client_cpu'])} / {common.fmt(row['blaster_client_cpu'])}",
-            f"{common.fmt(row['sdk_server_cpu'])} / {common.fmt(row['blaster_server_cpu'])}",
-        )
+        for side in ("blaster", "sdk", "sdk_unbatched"):
+            if f"{side}_msgs_per_s" not in row:
+                continue
+            table.add_row(
+                name,
+                SIDE_NAMES[side],
+                common.fmt(row[f"{side}_msgs_per_s"], 0),
+                common.fmt(row.get(f"{side}_ratio", 1.0), 3),
+                f"{common.fmt(row[f'{side}_p50_ms'], 3)} / {common.fmt(row[f'{side}_p99_ms'], 3)}",
+                common.fmt(row[f"{side}_client_cpu"]),
+                common.fmt(row[f"{side}_cpu_us_per_msg"], 1),
+                common.fmt(row[f"{side}_server_cpu"]),
+            )
     common.out.print(table)
 
 

@@ -22,8 +22,10 @@ def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
     modes = document["results"]["modes"]
     assert set(modes) == {"await x1", "await x4", "async w32", "batch 4x2"}
     for row in modes.values():
-        assert row["sdk_msgs_per_s"] > 0 and row["blaster_msgs_per_s"] > 0
-        assert row["ratio"] > 0
+        for side in ("sdk", "sdk_unbatched", "blaster"):
+            assert row[f"{side}_msgs_per_s"] > 0
+            assert row[f"{side}_cpu_us_per_msg"] > 0
+        assert row["sdk_ratio"] > 0 and row["sdk_unbatched_ratio"] > 0
         assert row["sdk_server_cpu"] is not None  # the sink's /proc/<pid>/stat was read
     single = document["results"]["single_inflight"]
     assert single["raw_p50_ms"] > 0 and single["sdk_p50_ms"] > 0
@@ -33,7 +35,7 @@ def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
     json.dumps(document)  # plain JSON all the way down
     # python -m benchmarks.report turns it into the README's Markdown
     report = run_module("benchmarks.report", "--results", str(tmp_path))
-    assert "### throughput" in report and "| await x4 |" in report
+    assert "### throughput" in report and "| await x4 | SDK, batching off |" in report
     assert document["command"] in report
 
 
