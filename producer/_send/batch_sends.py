@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 import anyio
 
@@ -53,15 +52,25 @@ def batchable(prepared: PreparedMessage, message: Message) -> bool:
     )
 
 
-def member_result(batch: SendResult, index: int, msg_id: str) -> SendResult:
-    """Member ``index``'s share of a batch's result."""
+def member_results(batch: SendResult, msg_ids: Sequence[str]) -> list[SendResult]:
+    """Each member's share of a batch's result, in order."""
     offset_ids = batch.offset_msg_id.split(",")
-    return replace(
-        batch,
-        msg_id=msg_id,
-        offset_msg_id=offset_ids[index] if index < len(offset_ids) else "",
-        queue_offset=batch.queue_offset + index,
-    )
+    offset_ids += [""] * (len(msg_ids) - len(offset_ids))  # a broker that sent fewer ids
+    base = batch.queue_offset
+    return [
+        SendResult(
+            batch.status,
+            msg_id,
+            offset_ids[index],
+            batch.queue,
+            base + index,
+            batch.region_id,
+            batch.trace_on,
+            batch.transaction_id,
+            batch.attempts,
+        )
+        for index, msg_id in enumerate(msg_ids)
+    ]
 
 
 class BatchSends:
@@ -210,9 +219,10 @@ class BatchSends:
             self._fail(members, ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
         else:
             assert result is not None
-            for index, member in enumerate(members):
+            shares = member_results(result, [m.prepared.msg_id for m in members])
+            for member, share in zip(members, shares, strict=True):
                 self._release(member)
-                member.future.set_result(member_result(result, index, member.prepared.msg_id))
+                member.future.set_result(share)
 
     def _resend_alone(
         self, key: GroupKey, members: list[Member], before: tuple[AttemptRecord, ...]

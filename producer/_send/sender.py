@@ -85,22 +85,29 @@ class Sender:
         Returns the result, or ``None`` for a oneway send (it gets no answer)."""
         topic = job.prepared.topic
         operation = plan.mode.value
-        spans = tuple(self.telemetry.start_send(topic, operation) for _ in job.members or "1")
+        telemetry = self.telemetry
+        if job.members and telemetry.tracing:  # each member's own span, as if sent alone
+            spans = tuple(telemetry.start_send(topic, operation) for _ in job.members)
+        else:
+            spans = (telemetry.start_send(topic, operation),)
         started = self.clock.monotonic_ms()
         try:
             result = await self._run_limited(_Send(job, plan, spans), started)
         except ProducerError as exc:
             seconds = self._seconds_since(started)
             for span in spans:
-                self.telemetry.finish_error(span, topic, exc, seconds)
+                telemetry.finish_error(span, topic, exc, seconds)
             raise
         except BaseException:
             for span in spans:
                 span.end()
             raise
         seconds = self._seconds_since(started)
-        for span in spans:
-            self.telemetry.finish_ok(span, topic, result, seconds)
+        if len(spans) == 1:
+            telemetry.finish_ok(spans[0], topic, result, seconds)
+        else:
+            for span, msg_id in zip(spans, job.prepared.msg_id.split(","), strict=True):
+                telemetry.finish_ok(span, topic, result, seconds, msg_id)
         return result
 
     async def _run_limited(self, send: _Send, now: float) -> SendResult | None:

@@ -39,6 +39,11 @@ class Telemetry:
             description="Times fault-aware routing started avoiding a broker",
         )
 
+    @property
+    def tracing(self) -> bool:
+        """An SDK's tracer provider is installed (spans would be recorded)."""
+        return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
     def start_send(self, topic: str, operation: str) -> Span:
         span = self._tracer.start_span(f"{topic} publish", kind=SpanKind.PRODUCER)
         if span.is_recording():
@@ -78,13 +83,21 @@ class Telemetry:
     def ban(self, broker: str) -> None:
         self._bans.add(1, {"rocketmq.broker.name": broker})
 
-    def finish_ok(self, span: Span, topic: str, result: SendResult | None, seconds: float) -> None:
-        """``result`` is ``None`` for a oneway send: written, never answered."""
+    def finish_ok(
+        self,
+        span: Span,
+        topic: str,
+        result: SendResult | None,
+        seconds: float,
+        msg_id: str | None = None,
+    ) -> None:
+        """``result`` is ``None`` for a oneway send: written, never answered. ``msg_id``:
+        the span's own message when the result is a transparent batch's."""
         self._duration.record(seconds, {"messaging.destination.name": topic})
         if result is not None and span.is_recording():
             span.set_attributes(
                 {
-                    "messaging.message.id": result.msg_id,
+                    "messaging.message.id": msg_id or result.msg_id,
                     "messaging.destination.partition.id": str(result.queue.queue_id),
                     "rocketmq.broker.name": result.queue.broker_name,
                     "rocketmq.send_status": result.status.value,

@@ -152,6 +152,20 @@ async def test_a_span_per_send_with_an_event_per_attempt(
         assert len(span.events) == len(result.attempts)
 
 
+async def test_each_member_of_a_transparent_batch_has_its_own_span(
+    cluster: DevClusterThread, spans: InMemorySpanExporter
+) -> None:
+    async with make_producer(cluster) as p:
+        await p.send(Message(TOPIC, b"warm-up"))
+        spans.clear()
+        futures = [p.send_async(Message(TOPIC, b"b")) for _ in range(10)]
+        results = [await f for f in futures]
+    finished = [s for s in spans.get_finished_spans() if s.name == f"{TOPIC} publish"]
+    ids = sorted((s.attributes or {})["messaging.message.id"] for s in finished)
+    assert ids == sorted(r.msg_id for r in results)
+    assert all(len(s.events) == 1 for s in finished)
+
+
 @pytest.fixture(scope="module")
 def metrics_reader() -> InMemoryMetricReader:
     reader = InMemoryMetricReader()
