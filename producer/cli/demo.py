@@ -31,6 +31,7 @@ from producer.cli.demo_view import (
     PhaseSpan,
     PlainDisplay,
     ViewContext,
+    brown_out_line,
     phase_table,
     verdict_lines,
 )
@@ -221,6 +222,8 @@ async def run_demo(
         )
     console.print(phase_table(stats, ctx, run.spans))
     lines = verdict_lines(verdict)
+    healthy, brown_out = (stats.phase(phase.name) for phase in build_timeline(args.duration_s)[:2])
+    lines.insert(1, brown_out_line(healthy, brown_out, "broker-b"))
     if stop.is_set():
         lines.insert(0, f"interrupted after {run.now_ms() / 1000:.1f} s: the summary so far")
     for line in lines:

@@ -5,6 +5,7 @@ something to print; none of them sends, sleeps or reads a clock.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -267,3 +268,23 @@ class PlainDisplay:
 
     def stop(self) -> None:
         pass
+
+
+#: The brown-out's promise (issue 10): p99 within this factor of the healthy phase's.
+BROWN_OUT_P99_FACTOR = 1.5
+
+
+def brown_out_line(healthy: Tally, brown_out: Tally, slow_broker: str) -> str:
+    """Whether routing kept the brown-out's p99 within 1.5x of healthy, and the slow
+    broker's share, from the same producer's sends."""
+    before, during = healthy.latency(99), brown_out.latency(99)
+    share = f"{slow_broker} took {100 * brown_out.share(slow_broker):.1f}% of its sends"
+    if before is None or during is None:
+        return f"ROUTING: not enough sends to judge the brown-out; {share}"
+    ratio = during / before if before > 0 else math.inf
+    held = ratio <= BROWN_OUT_P99_FACTOR
+    verdict = "held" if held else "did NOT hold"
+    return (
+        f"ROUTING: brown-out p99 {during:.1f} ms vs healthy {before:.1f} ms ({ratio:.2f}x): "
+        f"p99 within {BROWN_OUT_P99_FACTOR:g}x of healthy {verdict}; {share}"
+    )

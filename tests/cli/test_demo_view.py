@@ -13,12 +13,13 @@ from producer.cli.demo_view import (
     PhaseSpan,
     PlainDisplay,
     ViewContext,
+    brown_out_line,
     live_view,
     phase_table,
     plain_line,
     verdict_lines,
 )
-from producer.cli.stats import LiveStats, SendOutcome
+from producer.cli.stats import LiveStats, SendOutcome, Tally
 from producer.errors import AttemptOutcome, AttemptRecord
 
 BROKERS = ("broker-a", "broker-b", "broker-c")
@@ -139,3 +140,25 @@ def test_phase_table_keeps_broker_names_whole_at_80_columns() -> None:
     for broker in CTX.brokers:
         assert broker in text  # not cut to "br…"
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def _tally(latencies_by_broker: dict[str, list[float]]) -> Tally:
+    tally = Tally()
+    for broker, latencies in latencies_by_broker.items():
+        for latency in latencies:
+            tally.add(outcome(broker, latency))
+    return tally
+
+
+def test_brown_out_line_says_whether_p99_held_within_1_5x_of_healthy() -> None:
+    healthy = _tally({b: [1.0] * 90 + [2.0] * 10 for b in BROKERS})
+    kept_out = _tally({"broker-a": [1.0] * 150 + [2.5] * 2, "broker-c": [1.0] * 150})
+    line = brown_out_line(healthy, kept_out, "broker-b")
+    assert line.startswith("ROUTING: brown-out p99 1.0 ms vs healthy 2.0 ms (0.50x)")
+    assert "held;" in line and "NOT" not in line
+    assert "broker-b took 0.0% of its sends" in line
+    suffered = _tally({"broker-a": [1.0] * 66, "broker-b": [300.0] * 34})
+    line = brown_out_line(healthy, suffered, "broker-b")
+    assert "(150.00x)" in line and "did NOT hold" in line
+    assert "broker-b took 34.0% of its sends" in line
+    assert "not enough sends" in brown_out_line(Tally(), suffered, "broker-b")
