@@ -34,6 +34,7 @@ __all__ = [
     "InvalidParameterError",
     "LocalProtocolError",
     "MessageIllegalError",
+    "MessageTypeError",
     "MessageValidationError",
     "NoBuyerIdError",
     "NoPermissionError",
@@ -172,6 +173,10 @@ def _rule_sentence(limit: str) -> str:
     if "forbidden" in limit:
         return f"is not allowed: {limit}"
     return f"must be {limit}"
+
+
+class MessageTypeError(MessageValidationError, TypeError):
+    """A message field has the wrong type (e.g. a ``str`` body); nothing was sent."""
 
 
 class InvalidOptionError(LocalProtocolError, ValueError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from producer.errors import MessageTypeError
+
 
 @dataclass(slots=True)
 class Message:
@@ -31,7 +33,7 @@ class Message:
         body: object = self.body  # typed bytes, but callers are not all type-checked
         if not isinstance(body, (bytes, bytearray, memoryview)):
             hint = " (encode it, e.g. text.encode())" if isinstance(body, str) else ""
-            raise TypeError(f"Message body must be bytes, not {type(body).__name__}{hint}")
+            raise MessageTypeError("body", body, f"bytes, not {type(body).__name__}{hint}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from producer import Message, Producer, ProducerState
 from producer.errors import (
     ConnectError,
     LocalProtocolError,
+    MessageValidationError,
     NameServerError,
     ProducerClosedError,
     ProducerError,
@@ -160,8 +161,9 @@ def test_sync_with_points_at_async_with_and_the_blocking_producer(
 
 @pytest.mark.parametrize("body", ["text", {"id": 1}, 42])
 def test_a_body_that_is_not_bytes_is_a_type_error_at_construction(body: object) -> None:
-    with pytest.raises(TypeError, match="body must be bytes"):
+    with pytest.raises(TypeError, match="body must be bytes") as info:
         Message(TOPIC, body)  # type: ignore[arg-type]
+    assert isinstance(info.value, MessageValidationError)  # in the SDK's one hierarchy
 
 
 async def test_a_producer_dropped_running_warns(cluster: DevClusterThread) -> None:
