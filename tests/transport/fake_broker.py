@@ -12,6 +12,9 @@ Its behaviour is plain attributes, set before or during a test:
   CHECK_TRANSACTION_STATE kind), which the client must ignore.
 * ``stall_reading``: do not call ``receive`` until :meth:`resume_reading` (anyio on
   asyncio still reads into memory; :class:`SilentPeer` is the peer that truly never reads).
+* ``hostile``: a function of each request giving the byte chunks to answer with instead,
+  each written on its own (a drip when they are single bytes); ``reset_after_hostile``
+  then aborts the connection with a reset.
 
 Responses echo the request's ``echo`` ext field, so a test can tell them apart.
 """
@@ -50,6 +53,8 @@ class FakeBroker:
         self.garbage_after: int | None = None
         self.push_first: RemotingCommand | None = None
         self.stall_reading = False
+        self.hostile: Callable[[RemotingCommand], list[bytes]] | None = None
+        self.reset_after_hostile = False
         self.requests: list[RemotingCommand] = []
         self.client_answers: list[RemotingCommand] = []  # answers to push_first requests
         self.answered: list[int] = []  # opaques of held requests, in the order answered
@@ -136,6 +141,8 @@ class FakeBroker:
         if count == self.garbage_after:
             await stream.send(GARBAGE)
             return True
+        if self.hostile is not None:
+            return await self._answer_hostile(stream, request, self.hostile)
         if request.is_oneway or self.answer == "never":
             return True
         if self.answer == "hold":
@@ -147,6 +154,22 @@ class FakeBroker:
         frames.append(encode_frame(echo_response(request)))
         await stream.send(b"".join(frames))
         return True
+
+    async def _answer_hostile(
+        self,
+        stream: anyio.abc.ByteStream,
+        request: RemotingCommand,
+        hostile: Callable[[RemotingCommand], list[bytes]],
+    ) -> bool:
+        for chunk in hostile(request):
+            await stream.send(chunk)
+            await anyio.lowlevel.checkpoint()  # one chunk per write, not coalesced
+        if not self.reset_after_hostile:
+            return True
+        raw = stream.extra(SocketAttribute.raw_socket)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        await stream.aclose()
+        return False
 
 
 class SilentPeer:
