@@ -121,7 +121,7 @@ class BatchSends:
         """Join this turn's group and wait for the outcome; ``None``: not joined (the
         first send of the turn, or no free slot), so the caller sends alone."""
         key = GroupKey(prepared.topic, SendMode.SYNC, budget_ms, message.wait_store_msg_ok)
-        member = self._join(key, prepared, message, SendFuture(msg_id=prepared.msg_id))
+        member = self._join(key, prepared, message, None)
         if member is None:
             return None
         try:
@@ -139,11 +139,17 @@ class BatchSends:
         return self._join(key, prepared, message, future) is not None
 
     def _join(
-        self, key: GroupKey, prepared: PreparedMessage, message: Message, future: SendFuture
+        self,
+        key: GroupKey,
+        prepared: PreparedMessage,
+        message: Message,
+        future: SendFuture | None,  # None: a sync caller's, made once it has joined
     ) -> Member | None:
         group = self.accumulator.group_for(key)
         if group is None or not self._limiter.try_acquire(len(prepared.body)):
             return None
+        if future is None:
+            future = SendFuture(msg_id=prepared.msg_id)
         deadline = self._clock.monotonic_ms() + key.budget_ms
         member = Member(prepared, message, deadline, future, self._tracker.begin())
         group.append(member)
