@@ -47,7 +47,15 @@ class UniqKeyGenerator:
     collide (Java uses its class loader's identity hash; pass something random).
     """
 
-    __slots__ = ("_counter", "_month_end", "_month_start", "_prefix", "_time")
+    __slots__ = (
+        "_counter",
+        "_head",
+        "_head_time",
+        "_month_end",
+        "_month_start",
+        "_prefix",
+        "_time",
+    )
 
     def __init__(self, ip: str, pid: int, instance_hash: int) -> None:
         try:
@@ -60,6 +68,8 @@ class UniqKeyGenerator:
         self._time = -1  # time part of the last id
         self._month_start = 0
         self._month_end = -1  # forces a month computation on first use
+        self._head = ""  # prefix + time digits, remade only when the time part changes
+        self._head_time = -1
 
     @property
     def prefix(self) -> str:
@@ -79,7 +89,10 @@ class UniqKeyGenerator:
             counter = 0
             self._time += 1  # wrapped: borrow the next millisecond
         self._counter = counter + 1
-        return f"{self._prefix}{self._time & _TIME_MASK:08X}{counter:04X}"
+        if self._time != self._head_time:
+            self._head_time = self._time
+            self._head = f"{self._prefix}{self._time & _TIME_MASK:08X}"
+        return f"{self._head}{counter:04X}"
 
     def _start_month(self, wall_ms: int) -> None:
         self._month_start, self._month_end = month_bounds(wall_ms)
