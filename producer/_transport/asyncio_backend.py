@@ -3,10 +3,11 @@
 No task runs per connection or per request. Everything is a loop callback:
 
 * **Writes are coalesced.** ``request()`` queues its frame; the first frame queued in a
-  loop turn schedules one ``call_soon(_flush)``, which hands every frame queued by then to
-  the transport in a single ``writelines``. While the transport is paused (its buffer is
-  over the high-water mark) frames stay in our queue, so they are still *unwritten*: a
-  deadline or close then reports them as definitely not sent.
+  loop turn is written at once and schedules one ``call_soon(_flush)``, which hands every
+  frame queued after it in that turn to the transport in a single ``writelines``. While
+  the transport is paused (its buffer is over the high-water mark) frames stay in our
+  queue, so they are still *unwritten*: a deadline or close then reports them as
+  definitely not sent.
 * **One deadline timer.** A single ``TimerHandle`` is armed for the earliest deadline in
   the in-flight heap and re-armed only when an earlier one arrives (rare: timeouts are
   mostly equal, so deadlines mostly grow) or after it fires.
@@ -109,6 +110,9 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         if deadline < self._timer_when:
             self._arm(deadline)
         if self._flush_handle is None and not self._paused:
+            # The turn's first frame leaves at once (a lone request waits no extra loop
+            # turn); the flush scheduled behind it gathers the rest of this turn's frames.
+            self._flush()
             self._flush_handle = self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:

@@ -203,3 +203,21 @@ EXPECTED_CONNECTOR = {
 
 async def test_default_connector_matches_the_loop(backend: str) -> None:
     assert type(default_connector()) is EXPECTED_CONNECTOR[backend]
+
+
+async def test_a_turns_first_frame_is_written_before_the_caller_waits(
+    broker: FakeBroker, connector: Connector, backend: str
+) -> None:
+    if not isinstance(connector, AsyncioConnector):
+        pytest.skip("the anyio backend writes from its own writer task")
+    connection = await connector.connect(broker.address, 2000)
+    before = connection.stats.frames_written
+    first = connection.request(request("first"), 5000)
+    second = connection.request(request("second"), 5000)
+    first.send(None)  # runs up to its wait for the answer: no loop turn has passed
+    assert connection.stats.frames_written == before + 1
+    second.send(None)  # the same turn: queued behind the scheduled flush
+    assert connection.stats.frames_written == before + 1
+    first.close()
+    second.close()
+    await connection.aclose()
