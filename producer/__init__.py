@@ -4,6 +4,7 @@ The public surface is re-exported here; modules whose names start with ``_`` are
 """
 
 from producer._producer import Producer, ProducerState
+from producer._remoting.acl import Credentials
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._send.future import SendFuture
@@ -23,6 +24,7 @@ __all__ = [
     # messages and results
     "AttemptOutcome",
     "AttemptRecord",
+    "Credentials",
     "Message",
     "MessageQueue",
     "SendFuture",

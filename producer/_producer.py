@@ -20,6 +20,7 @@ from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, parse_namesrv
 from producer._client.upkeep import Maintenance
+from producer._remoting.acl import Credentials, RequestSigner
 from producer._remoting.message import Message
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._send.async_sends import AsyncSends
@@ -38,6 +39,7 @@ from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
 from producer._transport import ConnectionPool, Connector, Runtime, current_runtime
 from producer.errors import (
+    InvalidOptionError,
     LocalProtocolError,
     ProducerClosedError,
     ProducerError,
@@ -60,9 +62,9 @@ class Producer:
     ``namesrv`` is ``"host:port"``, ``"a:9876;b:9876"`` or a list. Options mirror the Java
     ``DefaultMQProducer`` in snake_case with the same defaults (times in ms); see the
     README's semantics table. ``routing`` picks the fault-aware queue selection;
-    ``retry_policy`` which failures are retried. ``hooks`` are objects with
-    ``before_attempt(ctx)`` / ``after_attempt(ctx)``. ``clock``, ``rng`` and ``connector``
-    are for tests and embedding.
+    ``retry_policy`` which failures are retried. ``credentials`` sign every request (ACL).
+    ``hooks`` are objects with ``before_attempt(ctx)`` / ``after_attempt(ctx)``. ``clock``,
+    ``rng`` and ``connector`` are for tests and embedding.
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class Producer:
         batch_max_messages: int = _D.batch_max_messages,
         batch_max_bytes: int = _D.batch_max_bytes,
         batch_linger_ms: float = _D.batch_linger_ms,
+        credentials: Credentials | None = None,
         hooks: Sequence[object] = (),
         clock: Clock | None = None,
         rng: random.Random | None = None,
@@ -121,6 +124,11 @@ class Producer:
         )
         self.group = group
         self.namesrv_addrs = parse_namesrv(namesrv)
+        if credentials is not None and not isinstance(credentials, Credentials):
+            raise InvalidOptionError(
+                f"credentials must be a producer.Credentials, got {type(credentials).__name__}"
+            )
+        self._signer = None if credentials is None else RequestSigner(credentials)
         self._factory = SendRequestFactory(
             group, compress_threshold=compress_over, max_message_size=max_message_size
         )
@@ -192,7 +200,12 @@ class Producer:
         )
         await pool.__aenter__()
         self._pool = pool
-        client = RemotingClient(pool, self._clock, connect_timeout_ms=options.connect_timeout_ms)
+        client = RemotingClient(
+            pool,
+            self._clock,
+            connect_timeout_ms=options.connect_timeout_ms,
+            outgoing=() if self._signer is None else (self._signer,),
+        )
         routes = RouteTable(
             self.namesrv_addrs,
             client,

@@ -20,6 +20,7 @@ from typing import ClassVar, TypeVar
 from producer._remoting.codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
 
 __all__ = [
+    "AclError",
     "AttemptOutcome",
     "AttemptRecord",
     "BackpressureError",
@@ -287,6 +288,8 @@ class BrokerError(ProducerError):
     code_value: ClassVar[ResponseCode | None] = None
     code_name: ClassVar[str] = "UNKNOWN"
     retriable: ClassVar[bool] = False
+    #: The refusal is about the sender, not the broker: no broker or policy retries it.
+    never_retried: ClassVar[bool] = False
     _by_code: ClassVar[dict[int, type[BrokerError]]] = {}
 
     def __init__(self, code: int, remark: str | None = None, **kwargs: object) -> None:
@@ -306,8 +309,25 @@ class BrokerError(ProducerError):
 
     @classmethod
     def for_code(cls, code: int, remark: str | None = None) -> BrokerError:
-        """The typed error for a response code (``BrokerError`` itself for other codes)."""
+        """The typed error for a response code (``BrokerError`` itself for other codes);
+        an ACL refusal, which a 4.x broker answers as SYSTEM_ERROR, is an :class:`AclError`."""
+        if code == ResponseCode.SYSTEM_ERROR and remark and _ACL_EXCEPTION in remark:
+            return AclError(code, remark)
         return cls._by_code.get(code, BrokerError)(code, remark)
+
+
+_ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
+
+
+class AclError(BrokerError):
+    """The broker's access control refused the request: no access key, an unknown one, a
+    signature that does not match, or no permission for the topic. A 4.x broker answers
+    1 SYSTEM_ERROR with an ``AclException`` remark; it is never retried (every broker of
+    the cluster would say the same). Check ``credentials=`` and the account's
+    permissions (the remark says which)."""
+
+    code_name = "SYSTEM_ERROR"
+    never_retried = True
 
 
 class BrokerSystemError(BrokerError):

@@ -71,6 +71,11 @@ class RemotingCommand:
 
         return command_frame_parts(self)
 
+    def add_ext_fields(self, fields: dict[str, str]) -> None:
+        if self.ext_fields is None:
+            self.ext_fields = {}
+        self.ext_fields.update(fields)
+
     def field(self, name: str) -> str | None:
         """One ext field, or ``None`` when absent."""
         return None if self.ext_fields is None else self.ext_fields.get(name)
@@ -140,6 +145,13 @@ class OutgoingRequest(Protocol):
 
     @property
     def ext_fields(self) -> dict[str, str] | None: ...
+
+    @property
+    def body(self) -> bytes: ...
+
+    def add_ext_fields(self, fields: dict[str, str]) -> None:
+        """Add fields to the header before the frame is written (e.g. a signature)."""
+        ...
 
     def frame_parts(self) -> list[bytes]:
         """The whole frame as buffers to write in order (the body is not copied)."""

@@ -104,6 +104,8 @@ class SendRequest:
         "tail",
     )
 
+    _EXTRA_TAIL = b"}"  # a tail ends with the ``}`` that closes the ext fields
+
     def __init__(
         self,
         code: int,
@@ -127,6 +129,14 @@ class SendRequest:
     @property
     def is_oneway(self) -> bool:
         return bool(self.flag & FLAG_ONEWAY)
+
+    def add_ext_fields(self, fields: dict[str, str]) -> None:
+        """Splice more ext fields into the tail, after ``m`` (their order is free: a
+        broker reads a map, and a signature is computed over sorted names)."""
+        extra = b"".join(
+            b"," + _string(name) + b":" + _string(value) for name, value in fields.items()
+        )
+        self.tail = self.tail[: -len(self._EXTRA_TAIL)] + extra + self._EXTRA_TAIL
 
     def header(self) -> bytes:
         return b"".join(

@@ -225,6 +225,8 @@ class SendPlan:
 
     def _is_retriable(self, error: ProducerError) -> bool:
         if isinstance(error, BrokerError):
+            if error.never_retried:
+                return False
             return self._may_retry_broker_codes() and self.policy.is_retriable_code(error.code or 0)
         if isinstance(error, (TransportError, RemoteProtocolError)):
             return self.policy.retry_unknown_fate or error.fate is Fate.NOT_STORED

@@ -33,6 +33,7 @@ from producer._remoting.send_header import (
     parse_send_request_header,
 )
 from producer.errors import RemoteProtocolError
+from producer.testing._acl import AccessControl
 from producer.testing._faults import FaultDecision
 from producer.testing._server import Decider, Reply
 from producer.testing._store import (
@@ -123,8 +124,10 @@ class Broker:
         auto_create_topic: bool = True,
         on_topic_created: Callable[[str, TopicConfig], None] | None = None,
         region: str = DEFAULT_REGION,
+        access: AccessControl | None = None,
     ) -> None:
         self.name = name
+        self.access = access
         self.cluster_name = cluster_name
         self.auto_create_topic = auto_create_topic
         self.region = region
@@ -154,6 +157,10 @@ class Broker:
         request = decode_payload(payload)
         if request.is_response:
             return None
+        remark = None if self.access is None else self.access.refusal(request)
+        if remark is not None:  # checked first, as the broker's ACL hook runs first
+            refused = request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark)
+            return None if request.is_oneway else Reply(encode_frame(refused))
         if request.code in SEND_CODES:
             decision = decider(True)
             response = self.process_send(request, decision, peer)

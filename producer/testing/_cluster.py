@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
 from producer.testing._faults import FaultSpec
 from producer.testing._namesrv import NameServer
@@ -85,6 +86,8 @@ class DevCluster:
     ``seed`` seeds every server's own generator (fault draws, random queue choice).
     ``http_port`` also starts the HTTP control API on 127.0.0.1 (0 = any free port).
     ``sink=True`` makes brokers count sends without storing or checking them.
+    ``acl`` (a list of :class:`~producer.testing.Account`) makes every broker check ACL
+    signatures and topic permissions as a 4.9.4 broker with ``aclEnable=true`` does.
 
     Runs on asyncio (including under ``anyio.run(..., backend="asyncio")``). For trio or
     synchronous code use :class:`~producer.testing.DevClusterThread`.
@@ -103,6 +106,7 @@ class DevCluster:
         http_port: int | None = None,
         sink: bool = False,
         cluster_name: str = "DefaultCluster",
+        acl: Iterable[Account] | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
@@ -114,6 +118,7 @@ class DevCluster:
         self.seed = seed
         self.sink = sink
         self.http_port = http_port
+        self._access = None if acl is None else AccessControl(acl)
         self._advertised_host = _advertised(host)
         self._namesrv = NameServer(cluster_name=cluster_name)
         self._namesrv_listener = Listener(
@@ -160,6 +165,7 @@ class DevCluster:
             cluster_name=cluster_name,
             auto_create_topic=auto_create,
             on_topic_created=self._namesrv.register_topic,
+            access=self._access,
         )
 
     def __repr__(self) -> str:

@@ -13,8 +13,19 @@ from producer._remoting.codes import ResponseCode, response_code_name, send_stat
 BROKER_ERROR_CLASSES = [
     cls
     for _, cls in inspect.getmembers(errors, inspect.isclass)
-    if issubclass(cls, errors.BrokerError) and cls is not errors.BrokerError
+    if issubclass(cls, errors.BrokerError) and cls not in (errors.BrokerError, errors.AclError)
 ]
+
+
+def test_an_acl_refusal_is_told_by_its_remark_not_its_code() -> None:
+    remark = (
+        "org.apache.rocketmq.acl.common.AclException: No accessKey is configured, x.y(Z.java:1)"
+    )
+    refused = errors.BrokerError.for_code(1, remark)
+    assert type(refused) is errors.AclError and refused.code == 1
+    assert refused.never_retried and not refused.retriable
+    assert "SYSTEM_ERROR" in str(refused)
+    assert type(errors.BrokerError.for_code(1, "disk full")) is errors.BrokerSystemError
 
 
 def test_java_retry_sets_are_the_ones_design_s4_names() -> None:
