@@ -8,6 +8,7 @@ import os
 import random
 import warnings
 from collections.abc import Sequence
+from ssl import SSLContext
 from types import TracebackType
 from typing import Any, Literal
 
@@ -20,7 +21,7 @@ from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, parse_namesrv
 from producer._client.upkeep import Maintenance
-from producer._remoting.acl import Credentials, RequestSigner
+from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.message import Message
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._send.async_sends import AsyncSends
@@ -38,8 +39,8 @@ from producer._send.sender import Sender, SendJob
 from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
 from producer._transport import ConnectionPool, Connector, Runtime, current_runtime
+from producer._transport.base import client_tls
 from producer.errors import (
-    InvalidOptionError,
     LocalProtocolError,
     ProducerClosedError,
     ProducerError,
@@ -62,7 +63,8 @@ class Producer:
     ``namesrv`` is ``"host:port"``, ``"a:9876;b:9876"`` or a list. Options mirror the Java
     ``DefaultMQProducer`` in snake_case with the same defaults (times in ms); see the
     README's semantics table. ``routing`` picks the fault-aware queue selection;
-    ``retry_policy`` which failures are retried. ``credentials`` sign every request (ACL).
+    ``retry_policy`` which failures are retried. ``credentials`` sign every request (ACL);
+    ``ssl`` (``True`` or an ``SSLContext``) makes every connection TLS.
     ``hooks`` are objects with ``before_attempt(ctx)`` / ``after_attempt(ctx)``. ``clock``,
     ``rng`` and ``connector`` are for tests and embedding.
     """
@@ -94,6 +96,7 @@ class Producer:
         batch_max_bytes: int = _D.batch_max_bytes,
         batch_linger_ms: float = _D.batch_linger_ms,
         credentials: Credentials | None = None,
+        ssl: SSLContext | bool | None = None,
         hooks: Sequence[object] = (),
         clock: Clock | None = None,
         rng: random.Random | None = None,
@@ -124,11 +127,8 @@ class Producer:
         )
         self.group = group
         self.namesrv_addrs = parse_namesrv(namesrv)
-        if credentials is not None and not isinstance(credentials, Credentials):
-            raise InvalidOptionError(
-                f"credentials must be a producer.Credentials, got {type(credentials).__name__}"
-            )
-        self._signer = None if credentials is None else RequestSigner(credentials)
+        self._signer = signer_for(credentials)
+        self._tls = client_tls(ssl)
         self._factory = SendRequestFactory(
             group, compress_threshold=compress_over, max_message_size=max_message_size
         )
@@ -196,7 +196,8 @@ class Producer:
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         options = self.options
         pool = ConnectionPool(
-            self._connector or runtime.connector(), connect_timeout_ms=options.connect_timeout_ms
+            self._connector or runtime.connector(ssl=self._tls),
+            connect_timeout_ms=options.connect_timeout_ms,
         )
         await pool.__aenter__()
         self._pool = pool

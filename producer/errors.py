@@ -50,6 +50,7 @@ __all__ = [
     "SendTimeout",
     "ServiceNotAvailableError",
     "SystemBusyError",
+    "TlsError",
     "TopicNotExistError",
     "TransportError",
     "response_code_name",
@@ -207,6 +208,11 @@ class TransportError(ProducerError):
 
 class ConnectError(TransportError):
     """Could not open a connection; nothing was sent on it."""
+
+
+class TlsError(ConnectError):
+    """The TLS handshake failed: an untrusted or mismatched certificate, or a peer that
+    does not speak TLS. Nothing was written; the message names the fix."""
 
 
 class ConnectionLostError(TransportError):

@@ -88,3 +88,14 @@ class RequestSigner:
 
     def __repr__(self) -> str:
         return f"RequestSigner(access_key={self._credentials.access_key!r})"
+
+
+def signer_for(credentials: object) -> RequestSigner | None:
+    """The producer's ``credentials=`` option as its signing step (``None``: unsigned)."""
+    if credentials is None:
+        return None
+    if not isinstance(credentials, Credentials):
+        raise InvalidOptionError(
+            f"credentials must be a producer.Credentials, got {type(credentials).__name__}"
+        )
+    return RequestSigner(credentials)

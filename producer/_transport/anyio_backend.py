@@ -22,6 +22,7 @@ import contextlib
 import logging
 import math
 import socket
+from ssl import SSLContext
 from types import TracebackType
 
 import anyio
@@ -75,7 +76,7 @@ class AnyioConnection(InFlightConnection):
 
     def __init__(
         self,
-        stream: anyio.abc.SocketStream,
+        stream: anyio.abc.ByteStream,
         address: str,
         opaques: OpaqueAllocator,
         handler: RequestHandler,
@@ -185,12 +186,35 @@ class AnyioConnection(InFlightConnection):
         )
 
 
+async def _open_stream(host: str, port: int, tls: SSLContext | None) -> anyio.abc.ByteStream:
+    if tls is None:
+        return await anyio.connect_tcp(host, port)
+    return await anyio.connect_tcp(
+        host,
+        port,
+        ssl_context=tls,
+        tls_hostname=host,
+        tls_standard_compatible=False,  # brokers may close without close_notify
+    )
+
+
+def _tls_cause(exc: BaseException) -> BaseException:
+    """anyio wraps some handshake failures in BrokenResourceError: name the SSL error."""
+    cause = exc.__cause__
+    return cause if isinstance(cause, OSError) else exc
+
+
 class AnyioConnector:
     """Connects with ``anyio.connect_tcp``; owns the task group its connections run in."""
 
     def __init__(
-        self, *, opaques: OpaqueAllocator | None = None, handler: RequestHandler = not_supported
+        self,
+        *,
+        opaques: OpaqueAllocator | None = None,
+        handler: RequestHandler = not_supported,
+        ssl: SSLContext | None = None,
     ) -> None:
+        self._ssl = ssl
         self._opaques = process_opaques if opaques is None else opaques
         self._handler = handler
         self._group: anyio.abc.TaskGroup | None = None
@@ -218,11 +242,13 @@ class AnyioConnector:
         host, port = parse_address(address)
         if self._group is None:
             raise LocalProtocolError("enter the connector ('async with') before connect()")
+        tls = self._ssl
         try:
             with anyio.fail_after(max(timeout_ms, 0) / 1000.0):
-                stream = await anyio.connect_tcp(host, port)
-        except OSError as exc:  # TimeoutError included
-            raise connect_failure(address, exc, timeout_ms) from exc
+                stream = await _open_stream(host, port, tls)
+        except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            cause, is_tls = _tls_cause(exc), tls is not None
+            raise connect_failure(address, cause, timeout_ms, tls=is_tls) from exc
         with contextlib.suppress(OSError, anyio.TypedAttributeLookupError):
             sock = stream.extra(SocketAttribute.raw_socket)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

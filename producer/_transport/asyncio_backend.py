@@ -22,6 +22,7 @@ import contextlib
 import logging
 import math
 import socket
+from ssl import SSLContext
 from types import TracebackType
 from typing import cast
 
@@ -216,7 +217,9 @@ class AsyncioConnector:
         opaques: OpaqueAllocator | None = None,
         close_timeout_ms: float = DEFAULT_CLOSE_TIMEOUT_MS,
         handler: RequestHandler = not_supported,
+        ssl: SSLContext | None = None,
     ) -> None:
+        self._ssl = ssl
         self._opaques = process_opaques if opaques is None else opaques
         self._handler = handler
         self._close_timeout_ms = close_timeout_ms
@@ -248,12 +251,14 @@ class AsyncioConnector:
                 address, loop, self._opaques, self._close_timeout_ms, self._handler
             )
 
+        tls = self._ssl
+        opening = loop.create_connection(
+            factory, host, port, ssl=tls, server_hostname=host if tls is not None else None
+        )
         try:
-            _, connection = await asyncio.wait_for(
-                loop.create_connection(factory, host, port), max(timeout_ms, 0) / 1000.0
-            )
-        except (asyncio.TimeoutError, OSError) as exc:
-            raise connect_failure(address, exc, timeout_ms) from exc
+            _, connection = await asyncio.wait_for(opening, max(timeout_ms, 0) / 1000.0)
+        except (asyncio.TimeoutError, OSError) as exc:  # ssl.SSLError is an OSError
+            raise connect_failure(address, exc, timeout_ms, tls=tls is not None) from exc
         self._connections.add(connection)
         connection.add_close_callback(lambda c: self._connections.discard(connection))
         return connection

@@ -24,19 +24,21 @@ Errors a connection raises, and what they say about the request:
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
 from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
 from producer._remoting.request_table import ConnectionStats
-from producer.errors import ConnectError, LocalProtocolError
+from producer.errors import ConnectError, InvalidOptionError, LocalProtocolError, TlsError
 
 __all__ = [
     "CloseCallback",
     "Connection",
     "ConnectionStats",
     "Connector",
+    "client_tls",
     "connect_failure",
     "parse_address",
     "process_opaques",
@@ -120,11 +122,51 @@ class Connector(Protocol):
     ) -> bool | None: ...
 
 
-def connect_failure(address: str, exc: BaseException, timeout_ms: float) -> ConnectError:
-    """The one mapping of a backend's connect failure (timeout, OSError) to our error."""
+def connect_failure(
+    address: str, exc: BaseException, timeout_ms: float, *, tls: bool = False
+) -> ConnectError:
+    """The one mapping of a backend's connect failure (timeout, OSError, a TLS handshake
+    that failed) to our error."""
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):  # distinct before 3.11
-        return ConnectError(f"cannot connect to {address}: timed out after {timeout_ms:g} ms")
+        text = f"cannot connect to {address}: timed out after {timeout_ms:g} ms"
+        if tls:
+            return TlsError(f"{text} (TLS handshake included: a server without TLS stays silent)")
+        return ConnectError(text)
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return TlsError(
+            f"TLS with {address}: the server's certificate was refused ({exc.verify_message}): "
+            "pass ssl= an SSLContext that trusts the server's CA, and use an address its "
+            "certificate names"
+        )
+    if tls and _broken_handshake(exc):
+        return TlsError(
+            f"TLS handshake with {address} failed ({exc!r}): does the server speak TLS? "
+            "(ssl= must match the server: plaintext servers need no ssl=)"
+        )
     return ConnectError(f"cannot connect to {address}: {exc}")
+
+
+def _broken_handshake(exc: BaseException) -> bool:
+    """The peer broke off a TLS handshake (rather than refusing the connection)."""
+    if isinstance(exc, ssl.SSLError):
+        return True
+    if isinstance(exc, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+        return True
+    return not isinstance(exc, OSError)  # anyio's end-of-stream during the handshake
+
+
+def client_tls(value: object) -> ssl.SSLContext | None:
+    """The ``ssl=`` option: ``None``/``False`` (plaintext), ``True`` (the system's trusted
+    CAs, hostnames checked) or an ``ssl.SSLContext``."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return ssl.create_default_context()
+    if isinstance(value, ssl.SSLContext):
+        return value
+    raise InvalidOptionError(
+        f"ssl must be None, False, True or an ssl.SSLContext, got {type(value).__name__}"
+    )
 
 
 def parse_address(address: str) -> tuple[str, int]:

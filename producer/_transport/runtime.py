@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from ssl import SSLContext
 
 import anyio
 import sniffio
@@ -35,12 +36,17 @@ class Runtime:
         return self.library == "asyncio"
 
     def connector(
-        self, *, opaques: OpaqueAllocator | None = None, handler: RequestHandler = not_supported
+        self,
+        *,
+        opaques: OpaqueAllocator | None = None,
+        handler: RequestHandler = not_supported,
+        ssl: SSLContext | None = None,
     ) -> Connector:
-        """The backend for this loop; ``handler`` serves requests the peer starts."""
+        """The backend for this loop; ``handler`` serves requests the peer starts; with
+        ``ssl`` every connection is TLS, verified against the address's host."""
         if self.is_asyncio:
-            return AsyncioConnector(opaques=opaques, handler=handler)
-        return AnyioConnector(opaques=opaques, handler=handler)
+            return AsyncioConnector(opaques=opaques, handler=handler, ssl=ssl)
+        return AnyioConnector(opaques=opaques, handler=handler, ssl=ssl)
 
 
 def current_runtime() -> Runtime:

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import ipaddress
 import random
+import ssl
 import time
 from collections.abc import Collection, Iterable, Mapping
 from types import TracebackType
@@ -26,6 +27,7 @@ from producer.testing._store import (
     StoredMessage,
     TopicConfig,
 )
+from producer.testing._tls import server_tls
 
 __all__ = ["DevCluster", "broker_name", "parse_topics"]
 
@@ -88,6 +90,8 @@ class DevCluster:
     ``sink=True`` makes brokers count sends without storing or checking them.
     ``acl`` (a list of :class:`~producer.testing.Account`) makes every broker check ACL
     signatures and topic permissions as a 4.9.4 broker with ``aclEnable=true`` does.
+    ``tls=True`` serves TLS everywhere with a certificate made at start for 127.0.0.1 /
+    localhost (clients: :meth:`client_ssl_context`); or pass a server ``SSLContext``.
 
     Runs on asyncio (including under ``anyio.run(..., backend="asyncio")``). For trio or
     synchronous code use :class:`~producer.testing.DevClusterThread`.
@@ -107,6 +111,7 @@ class DevCluster:
         sink: bool = False,
         cluster_name: str = "DefaultCluster",
         acl: Iterable[Account] | None = None,
+        tls: bool | ssl.SSLContext = False,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
@@ -119,10 +124,17 @@ class DevCluster:
         self.sink = sink
         self.http_port = http_port
         self._access = None if acl is None else AccessControl(acl)
+        self._tls = server_tls(tls)
+        serving = None if self._tls is None else self._tls.context
         self._advertised_host = _advertised(host)
         self._namesrv = NameServer(cluster_name=cluster_name)
         self._namesrv_listener = Listener(
-            "namesrv", self._namesrv, host=host, port=namesrv_port, rng=self._rng("namesrv")
+            "namesrv",
+            self._namesrv,
+            host=host,
+            port=namesrv_port,
+            rng=self._rng("namesrv"),
+            ssl=serving,
         )
         self._handlers: dict[str, Broker | SinkBroker] = {}
         self._listeners: dict[str, Listener] = {}
@@ -137,7 +149,7 @@ class DevCluster:
             handler = self._make_handler(name, auto, cluster_name)
             self._handlers[name] = handler
             self._listeners[name] = Listener(
-                name, handler, host=host, port=port, rng=self._rng(f"{name}/faults")
+                name, handler, host=host, port=port, rng=self._rng(f"{name}/faults"), ssl=serving
             )
             if auto:
                 self._register(
@@ -151,6 +163,12 @@ class DevCluster:
                 )
         for topic, queues in (topics or {}).items():
             self.add_topic(topic, queues)
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """An ``ssl=`` for producers: trusts the certificate ``tls=True`` generated."""
+        if self._tls is None:
+            raise RuntimeError("this cluster does not serve TLS: start it with tls=True")
+        return self._tls.client_context()
 
     def _rng(self, purpose: str) -> random.Random:
         return random.Random(f"{self.seed}/{purpose}")

@@ -18,6 +18,7 @@ import random
 import socket
 import struct
 from collections.abc import Callable
+from ssl import SSLContext
 from typing import NamedTuple, Protocol, cast
 
 from producer._remoting.frame import MAX_FRAME_BYTES
@@ -142,8 +143,10 @@ class Listener:
         host: str = "127.0.0.1",
         port: int = 0,
         rng: random.Random | None = None,
+        ssl: SSLContext | None = None,
     ) -> None:
         self.name = name
+        self.ssl = ssl
         self.handler = handler
         self.host = host
         self.port = port
@@ -213,7 +216,7 @@ class Listener:
             return
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            self._make_connection, self.host, self.port, reuse_address=True
+            self._make_connection, self.host, self.port, reuse_address=True, ssl=self.ssl
         )
         if self.port == 0:
             self.port = self._server.sockets[0].getsockname()[1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import ssl
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
@@ -152,6 +153,9 @@ class DevClusterThread:
 
     def clients(self, broker: str) -> dict[str, frozenset[str]]:
         return self._query(lambda: self.cluster.clients(broker))
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        return self.cluster.client_ssl_context()
 
     def broker_status(self, name: str) -> dict[str, Any]:
         return self._query(lambda: self.cluster.broker_status(name))
