@@ -160,3 +160,22 @@ def memory(results: dict[str, Any], out_dir: Path) -> list[str]:
     counts.grid(alpha=0.3)
     counts.legend()
     return [_save(fig, out_dir, "memory.png")]
+
+
+def soak(results: dict[str, Any], out_dir: Path) -> list[str]:
+    samples = results["samples"]
+    t = [s["t_s"] for s in samples]
+    fig, (mem, load) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    mem.plot(t, [s["rss_mib"] for s in samples], label="RSS")
+    mem.plot(t, [s["traced_mib"] for s in samples], label="traced Python memory")
+    mem.set_ylabel("MiB")
+    mem.legend()
+    load.plot(t, [s["in_flight"] for s in samples], label="sends in flight")
+    load.plot(t, [s["tasks"] for s in samples], label="tasks")
+    load.plot(t, [s["fds"] for s in samples], label="open fds")
+    for fault in results["faults"]:
+        load.axvspan(fault["at_s"], fault["at_s"] + fault["for_s"], alpha=0.08, color="red")
+    load.set_xlabel("seconds (red: a fault applied)")
+    load.legend()
+    mem.set_title("Soak: memory and resources under random faults")
+    return [_save(fig, out_dir, "soak.png")]
