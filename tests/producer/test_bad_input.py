@@ -115,6 +115,8 @@ def test_a_str_body_is_a_type_error_inside_the_hierarchy() -> None:
         ({"batch_max_bytes": 8 << 20}, "must not exceed max_message_size"),
         ({"batch_linger_ms": -1}, "batch_linger_ms must be >= 0"),
         ({"batch_max_messages": 0}, "batch_max_messages must be a positive number"),
+        ({"credentials": ("ak", "sk")}, "credentials must be a producer.Credentials, got tuple"),
+        ({"ssl": "yes"}, "ssl must be None, False, True or an ssl.SSLContext, got str"),
     ],
 )
 def test_a_bad_option_is_an_invalid_option_error(options: dict[str, Any], text: str) -> None:
