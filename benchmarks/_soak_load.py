@@ -15,7 +15,7 @@ import tracemalloc
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import anyio.to_thread
@@ -45,13 +45,18 @@ FAULTS: tuple[dict[str, Any], ...] = (
 
 @dataclass
 class Ledger:
-    """Every send's outcome: what must be stored, what failed, how long each took."""
+    """Every send's outcome: what must be stored, what failed, how long each took.
+
+    Acknowledged msg ids go to a file, not to memory: a set of them would grow with the
+    run and hide (or fake) a leak in the producer's own memory trend."""
 
     budget_ms: float
-    acknowledged: set[str] = field(default_factory=set)
+    ids_file: IO[str]
+    acknowledged: int = 0
     sent: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
     hung: list[dict[str, Any]] = field(default_factory=list)
+    hung_count: int = 0
     slowest_over_budget_ms: float = -1e9
 
     def timed(self, kind: str, started: float) -> None:
@@ -59,11 +64,20 @@ class Ledger:
         over = elapsed_ms - self.budget_ms
         self.slowest_over_budget_ms = max(self.slowest_over_budget_ms, over)
         self.sent[kind] += 1
-        if over > 100:
+        if over > 100 and len(self.hung) < 100:  # the count is hung_count below
             self.hung.append({"kind": kind, "ms": round(elapsed_ms, 1)})
+        if over > 100:
+            self.hung_count += 1
 
     def ok(self, result: SendResult) -> None:
-        self.acknowledged.update(result.msg_ids)
+        ids = result.msg_ids
+        self.acknowledged += len(ids)
+        self.ids_file.write("\n".join(ids) + "\n")
+
+    def acknowledged_ids(self) -> set[str]:
+        self.ids_file.flush()
+        with open(self.ids_file.name, encoding="ascii") as f:
+            return {line.strip() for line in f if line.strip()}
 
     def failed(self, kind: str, error: ProducerError) -> None:
         self.failures[f"{kind} {type(error).__name__} {error.fate.value}"] += 1
@@ -168,6 +182,17 @@ def _http(method: str, url: str, body: dict[str, Any] | None) -> Any:
 def stored_ids(http_url: str, topic: str) -> set[str]:
     listed = _http("GET", f"{http_url}/topics/{topic}/messages?limit=100000000", None)
     return {m["uniq_key"] for m in listed["messages"] if m["uniq_key"]}
+
+
+def open_fds() -> dict[int, str]:
+    """This process's open file descriptors and what each one is."""
+    found = {}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            found[int(name)] = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:  # closed meanwhile (the listing's own fd among them)
+            continue
+    return found
 
 
 def live_tasks() -> int:
