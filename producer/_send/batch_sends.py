@@ -180,12 +180,7 @@ class BatchSends:
 
     def _never_ran(self, members: list[Member]) -> Callable[[], None]:
         def fail() -> None:
-            for member in members:
-                if not member.future.done():
-                    self._release(member)
-                    member.future.set_error(
-                        ProducerClosedError("producer closed before the send started")
-                    )
+            self._fail([m for m in members if not m.future.done()], _never_started())
 
         return fail
 
