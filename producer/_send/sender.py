@@ -83,14 +83,16 @@ class Sender:
         """The whole send: backpressure, route, attempts; raises the final error.
 
         Returns the result, or ``None`` for a oneway send (it gets no answer)."""
+        started = self.clock.monotonic_ms()
+        telemetry = self.telemetry
+        if not telemetry.enabled(started):  # no OpenTelemetry SDK: not even no-op calls
+            return await self._run_limited(_Send(job, plan, ()), started)
         topic = job.prepared.topic
         operation = plan.mode.value
-        telemetry = self.telemetry
         if job.members and telemetry.tracing:  # each member's own span, as if sent alone
             spans = tuple(telemetry.start_send(topic, operation) for _ in job.members)
         else:
             spans = (telemetry.start_send(topic, operation),)
-        started = self.clock.monotonic_ms()
         try:
             result = await self._run_limited(_Send(job, plan, spans), started)
         except ProducerError as exc:

@@ -6,6 +6,8 @@ semantic-convention attributes, and metrics: send duration, attempts, retries an
 
 from __future__ import annotations
 
+import math
+
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
@@ -13,6 +15,10 @@ from producer._send.result import SendResult
 from producer.errors import AttemptRecord, ProducerError
 
 _SCOPE = "rocketmq-aio-producer"
+_RECHECK_MS = 1000.0
+# The API's own providers (a proxy until an SDK is set, or explicit no-ops): by class name,
+# as the proxy meter provider's class is private.
+_API_DEFAULTS = ("_Proxy", "NoOp")
 
 
 class Telemetry:
@@ -20,6 +26,8 @@ class Telemetry:
 
     def __init__(self, group: str) -> None:
         self.group = group
+        self._enabled = True
+        self._recheck_at_ms = -math.inf
         self._tracer = trace.get_tracer(_SCOPE)
         meter = metrics.get_meter(_SCOPE)
         self._duration = meter.create_histogram(
@@ -38,6 +46,17 @@ class Telemetry:
             unit="{ban}",
             description="Times fault-aware routing started avoiding a broker",
         )
+
+    def enabled(self, now_ms: float) -> bool:
+        """Whether an SDK is installed for traces or metrics, checked at most once a
+        second (``now_ms``: the caller's clock): without one, a send makes no
+        OpenTelemetry call at all, where even the API's no-op objects cost microseconds.
+        An SDK installed later is seen within a second."""
+        if now_ms >= self._recheck_at_ms:
+            self._recheck_at_ms = now_ms + _RECHECK_MS
+            meter_provider = type(metrics.get_meter_provider()).__name__
+            self._enabled = self.tracing or not meter_provider.startswith(_API_DEFAULTS)
+        return self._enabled
 
     @property
     def tracing(self) -> bool:
