@@ -89,6 +89,7 @@ class Sender:
             return await self._run_limited(_Send(job, plan, ()), started)
         topic = job.prepared.topic
         operation = plan.mode.value
+        msg_ids = job.prepared.msg_id.split(",") if job.members else [job.prepared.msg_id]
         if job.members and telemetry.tracing:  # each member's own span, as if sent alone
             spans = tuple(telemetry.start_send(topic, operation) for _ in job.members)
         else:
@@ -96,20 +97,13 @@ class Sender:
         try:
             result = await self._run_limited(_Send(job, plan, spans), started)
         except ProducerError as exc:
-            seconds = self._seconds_since(started)
-            for span in spans:
-                telemetry.finish_error(span, topic, exc, seconds)
+            telemetry.finish_error(spans, topic, exc, self._seconds_since(started), len(msg_ids))
             raise
         except BaseException:
             for span in spans:
                 span.end()
             raise
-        seconds = self._seconds_since(started)
-        if len(spans) == 1:
-            telemetry.finish_ok(spans[0], topic, result, seconds)
-        else:
-            for span, msg_id in zip(spans, job.prepared.msg_id.split(","), strict=True):
-                telemetry.finish_ok(span, topic, result, seconds, msg_id)
+        telemetry.finish_ok(spans, topic, result, self._seconds_since(started), msg_ids)
         return result
 
     async def _run_limited(self, send: _Send, now: float) -> SendResult | None:
@@ -205,8 +199,10 @@ class Sender:
                 decision = plan.on_answer(queue, *answer, job.prepared.msg_id, latency)
             for ctx in contexts:
                 ctx.result, ctx.latency_ms = plan.last_result, latency
-        for span in send.spans:
-            self.telemetry.attempt(span, route.topic, plan.attempts[-1], step.number)
+        if send.spans:  # none: telemetry is off
+            messages = len(job.members) or 1
+            record = plan.attempts[-1]
+            self.telemetry.attempt(send.spans, route.topic, record, step.number, messages)
         if contexts:
             for ctx in contexts:
                 await self.hooks.after(ctx)

@@ -7,9 +7,11 @@ semantic-convention attributes, and metrics: send duration, attempts, retries an
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from producer._send.result import SendResult
 from producer.errors import AttemptRecord, ProducerError
@@ -77,58 +79,67 @@ class Telemetry:
             )
         return span
 
-    def attempt(self, span: Span, topic: str, record: AttemptRecord, number: int) -> None:
+    def attempt(
+        self, spans: Sequence[Span], topic: str, record: AttemptRecord, number: int, messages: int
+    ) -> None:
+        """One attempt of a send of ``messages`` messages (several: a transparent batch):
+        counted per message, whether or not spans are recorded; an event on each span."""
         attrs = {
             "messaging.destination.name": topic,
             "rocketmq.broker.name": record.broker_name,
             "rocketmq.outcome": record.outcome.value,
         }
-        self._attempts.add(1, attrs)
+        self._attempts.add(messages, attrs)
         if number > 1:
-            self._retries.add(1, {"rocketmq.broker.name": record.broker_name})
-        if span.is_recording():
-            span.add_event(
-                "attempt",
-                {
-                    "rocketmq.attempt": number,
-                    "rocketmq.broker.name": record.broker_name,
-                    "messaging.destination.partition.id": str(record.queue_id),
-                    "rocketmq.outcome": record.outcome.value,
-                    "rocketmq.response_code": -1 if record.code is None else record.code,
-                    "rocketmq.latency_ms": record.latency_ms,
-                },
-            )
+            self._retries.add(messages, {"rocketmq.broker.name": record.broker_name})
+        event: dict[str, AttributeValue] = {
+            "rocketmq.attempt": number,
+            "rocketmq.broker.name": record.broker_name,
+            "messaging.destination.partition.id": str(record.queue_id),
+            "rocketmq.outcome": record.outcome.value,
+            "rocketmq.response_code": -1 if record.code is None else record.code,
+            "rocketmq.latency_ms": record.latency_ms,
+        }
+        for span in spans:
+            if span.is_recording():
+                span.add_event("attempt", event)
 
     def ban(self, broker: str) -> None:
         self._bans.add(1, {"rocketmq.broker.name": broker})
 
     def finish_ok(
         self,
-        span: Span,
+        spans: Sequence[Span],
         topic: str,
         result: SendResult | None,
         seconds: float,
-        msg_id: str | None = None,
+        msg_ids: Sequence[str],
     ) -> None:
-        """``result`` is ``None`` for a oneway send: written, never answered. ``msg_id``:
-        the span's own message when the result is a transparent batch's."""
-        self._duration.record(seconds, {"messaging.destination.name": topic})
-        if result is not None and span.is_recording():
-            span.set_attributes(
-                {
-                    "messaging.message.id": msg_id or result.msg_id,
-                    "messaging.destination.partition.id": str(result.queue.queue_id),
-                    "rocketmq.broker.name": result.queue.broker_name,
-                    "rocketmq.send_status": result.status.value,
-                }
-            )
-        span.end()
+        """``result`` is ``None`` for a oneway send: written, never answered. ``msg_ids``:
+        one per message; with one span per message each span gets its own id."""
+        attrs = {"messaging.destination.name": topic}
+        for _ in msg_ids:
+            self._duration.record(seconds, attrs)
+        for span, msg_id in zip(spans, msg_ids, strict=False):
+            if result is not None and span.is_recording():
+                span.set_attributes(
+                    {
+                        "messaging.message.id": msg_id if len(spans) > 1 else result.msg_id,
+                        "messaging.destination.partition.id": str(result.queue.queue_id),
+                        "rocketmq.broker.name": result.queue.broker_name,
+                        "rocketmq.send_status": result.status.value,
+                    }
+                )
+            span.end()
 
-    def finish_error(self, span: Span, topic: str, error: ProducerError, seconds: float) -> None:
-        self._duration.record(
-            seconds, {"messaging.destination.name": topic, "error.type": type(error).__name__}
-        )
-        if span.is_recording():
-            span.set_attribute("error.type", type(error).__name__)
-            span.set_status(Status(StatusCode.ERROR, str(error.message)))
-        span.end()
+    def finish_error(
+        self, spans: Sequence[Span], topic: str, error: ProducerError, seconds: float, messages: int
+    ) -> None:
+        attrs = {"messaging.destination.name": topic, "error.type": type(error).__name__}
+        for _ in range(messages):
+            self._duration.record(seconds, attrs)
+        for span in spans:
+            if span.is_recording():
+                span.set_attribute("error.type", type(error).__name__)
+                span.set_status(Status(StatusCode.ERROR, str(error.message)))
+            span.end()
