@@ -1,0 +1,97 @@
+"""The consumer's decisions that need no I/O: where to start, what a listener's answer
+means for each message, which flow-control limit holds a pull back."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from producer._consume.message import RETRY_GROUP_PREFIX, ReceivedMessage
+from producer._consume.process_queue import ProcessQueue
+from producer._remoting.consumer_requests import ConsumeFromWhere
+
+__all__ = [
+    "ConsumeStatus",
+    "FlowLimits",
+    "Settlement",
+    "StartFrom",
+    "flow_blocked",
+    "settle",
+    "start_from",
+]
+
+
+class ConsumeStatus(enum.Enum):
+    """A listener's answer for its batch (``ConsumeConcurrentlyStatus``)."""
+
+    SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """What becomes of one listener call's messages: ``done`` settle at once, ``failed``
+    go back to the broker for a later retry (clustering) or are dropped (broadcasting)."""
+
+    done: list[ReceivedMessage]
+    failed: list[ReceivedMessage]
+
+
+def settle(
+    status: ConsumeStatus, messages: Sequence[ReceivedMessage], ack_index: int | None
+) -> Settlement:
+    """``processConsumeResult``: SUCCESS acknowledges messages ``0..ack_index`` (all by
+    default) and fails the rest; RECONSUME_LATER fails all."""
+    if status is ConsumeStatus.SUCCESS:
+        last = len(messages) - 1 if ack_index is None else min(ack_index, len(messages) - 1)
+    else:
+        last = -1
+    return Settlement(list(messages[: last + 1]), list(messages[last + 1 :]))
+
+
+class StartFrom(enum.Enum):
+    """Where a newly assigned queue starts (``computePullFromWhereWithException``)."""
+
+    STORED = "stored"  # the group's stored offset
+    ZERO = "zero"
+    MAX_OFFSET = "max"  # ask GET_MAX_OFFSET
+    TIMESTAMP = "timestamp"  # ask SEARCH_OFFSET_BY_TIMESTAMP
+
+
+def start_from(stored: int | None, consume_from: ConsumeFromWhere, topic: str) -> StartFrom:
+    """``stored`` is the broker's answer to QUERY_CONSUMER_OFFSET (``None``: not found).
+
+    A stored offset always wins; ``consume_from`` only matters for a group the broker
+    has no offset for - which a 4.9.4 broker reports only for large, old queues (it
+    answers 0 otherwise, CONSUMER.md 1.7). Retry topics start at 0 (or their end for
+    TIMESTAMP), as in Java.
+    """
+    if stored is not None and stored >= 0:
+        return StartFrom.STORED
+    retry = topic.startswith(RETRY_GROUP_PREFIX)
+    if consume_from is ConsumeFromWhere.FIRST_OFFSET:
+        return StartFrom.ZERO
+    if consume_from is ConsumeFromWhere.TIMESTAMP:
+        return StartFrom.MAX_OFFSET if retry else StartFrom.TIMESTAMP
+    return StartFrom.ZERO if retry else StartFrom.MAX_OFFSET
+
+
+@dataclass(frozen=True, slots=True)
+class FlowLimits:
+    """Per-queue flow control (``pullThresholdForQueue`` and friends)."""
+
+    max_messages: int = 1000
+    max_bytes: int = 100 * 1024 * 1024
+    max_span: int = 2000  # concurrent consumption only
+
+
+def flow_blocked(queue: ProcessQueue, limits: FlowLimits, *, orderly: bool) -> str | None:
+    """Why the next pull of ``queue`` must wait, or ``None`` when it may go."""
+    if len(queue) > limits.max_messages:
+        return f"{len(queue)} messages held > {limits.max_messages}"
+    if queue.body_bytes > limits.max_bytes:
+        return f"{queue.body_bytes} body bytes held > {limits.max_bytes}"
+    if not orderly and queue.span > limits.max_span:
+        return f"offset span {queue.span} > {limits.max_span}"
+    return None

@@ -1,0 +1,103 @@
+"""The message a listener receives (Java's ``MessageExt``), built from a pulled record."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from producer._remoting.message import MessageQueue
+from producer._remoting.message_codec import make_offset_msg_id
+from producer._remoting.properties import (
+    KEYS,
+    RETRY_TOPIC,
+    TAGS,
+    UNIQ_KEY,
+    split_keys,
+)
+from producer._remoting.store_record import StoreRecord
+
+__all__ = ["RETRY_GROUP_PREFIX", "DLQ_GROUP_PREFIX", "ReceivedMessage", "retry_topic", "dlq_topic"]
+
+RETRY_GROUP_PREFIX = "%RETRY%"
+DLQ_GROUP_PREFIX = "%DLQ%"
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_PREFIX + group
+
+
+@dataclass(slots=True, eq=False)
+class ReceivedMessage:
+    """A consumed message.
+
+    ``topic`` is the topic it was sent to: a re-delivery from ``%RETRY%<group>`` shows
+    its original topic (as Java's ``resetRetryAndNamespace`` does), while ``queue`` is
+    the queue it was actually pulled from. ``msg_id`` is the ``UNIQ_KEY`` (stable across
+    retries and the DLQ: the key to de-duplicate by); ``offset_msg_id`` is this copy's
+    broker id. ``reconsume_times`` counts earlier failed deliveries (0 the first time).
+    """
+
+    topic: str
+    body: bytes
+    properties: Mapping[str, str]
+    msg_id: str
+    offset_msg_id: str
+    queue: MessageQueue
+    queue_offset: int
+    commit_log_offset: int
+    reconsume_times: int
+    born_timestamp: int
+    store_timestamp: int
+    born_host: str
+    store_host: str
+    flag: int = 0
+    sys_flag: int = 0
+    body_crc: int = 0
+    consume_start_ms: float = field(default=0.0, repr=False)
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(TAGS)
+
+    @property
+    def keys(self) -> list[str]:
+        return split_keys(self.properties.get(KEYS, ""))
+
+    def __repr__(self) -> str:
+        return (
+            f"ReceivedMessage(topic={self.topic!r}, msg_id={self.msg_id}, queue={self.queue}, "
+            f"offset={self.queue_offset}, reconsume_times={self.reconsume_times}, "
+            f"body={len(self.body)}B)"
+        )
+
+
+def received_message(record: StoreRecord, broker_name: str, body: bytes) -> ReceivedMessage:
+    """The listener's view of ``record`` pulled from ``broker_name`` (``body`` inflated)."""
+    host, _, port = record.store_host.rpartition(":")
+    offset_id = make_offset_msg_id(host.strip("[]"), int(port), record.commit_log_offset)
+    properties = record.properties
+    topic = record.topic
+    if topic.startswith(RETRY_GROUP_PREFIX):
+        topic = properties.get(RETRY_TOPIC, topic)
+    return ReceivedMessage(
+        topic=topic,
+        body=body,
+        properties=properties,
+        msg_id=properties.get(UNIQ_KEY) or offset_id,
+        offset_msg_id=offset_id,
+        queue=MessageQueue(record.topic, broker_name, record.queue_id),
+        queue_offset=record.queue_offset,
+        commit_log_offset=record.commit_log_offset,
+        reconsume_times=record.reconsume_times,
+        born_timestamp=record.born_timestamp,
+        store_timestamp=record.store_timestamp,
+        born_host=record.born_host,
+        store_host=record.store_host,
+        flag=record.flag,
+        sys_flag=record.sys_flag,
+        body_crc=record.body_crc,
+    )

@@ -1,0 +1,250 @@
+"""Commit-log records: what a pull returns and what a broker stores (CONSUMER.md 1.6).
+
+A PULL_MESSAGE body is the broker's raw commit-log records back to back, so one codec
+serves both sides: :func:`decode_records` for the consumer, :func:`encode_record` for the
+dev cluster's store (which keeps real records so that ``PHYSICALOFFSET``, ``TOTALSIZE``
+and offset message ids are what a 4.9.4 broker would give).
+
+Layout (big-endian; IPv4 hosts take 8 bytes, IPv6 hosts 20 when their sysFlag bit is set):
+TOTALSIZE 4, MAGICCODE 4, BODYCRC 4, QUEUEID 4, FLAG 4, QUEUEOFFSET 8, PHYSICALOFFSET 8,
+SYSFLAG 4, BORNTIMESTAMP 8, BORNHOST 8|20, STORETIMESTAMP 8, STOREHOST 8|20,
+RECONSUMETIMES 4, PREPARED_TX_OFFSET 8, BODY 4+n, TOPIC 1+n, PROPERTIES 2+n.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+import zlib
+from dataclasses import dataclass
+
+from producer._remoting.message_codec import (
+    BORNHOST_V6_FLAG,
+    STOREHOSTADDRESS_V6_FLAG,
+    decompress_body,
+)
+from producer._remoting.properties import decode_properties, encode_properties
+from producer.errors import LocalProtocolError, RemoteProtocolError
+
+__all__ = [
+    "MAGIC_CODE",
+    "MAGIC_CODE_V2",
+    "StoreRecord",
+    "body_crc",
+    "decode_records",
+    "encode_record",
+    "record_size",
+]
+
+MAGIC_CODE = -626843481  # 0xDAA320A7, MessageDecoder.MESSAGE_MAGIC_CODE
+MAGIC_CODE_V2 = -626843477  # 0xDAA320AB: 5.x records with a 2-byte topic length
+MAX_TOPIC_BYTES = 127  # the 1-byte length field of a 4.x record
+
+_HEAD = struct.Struct(">iiiiiqqiq")  # size, magic, crc, queue, flag, qoffset, phys, sys, born
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_INT16 = struct.Struct(">h")
+_UINT16 = struct.Struct(">H")
+_MID = struct.Struct(">iq")  # reconsumeTimes, preparedTransactionOffset
+
+
+def body_crc(body: bytes) -> int:
+    """``UtilAll.crc32``: the CRC-32 of the stored body, kept non-negative."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class StoreRecord:
+    """One commit-log record. ``body`` is as stored (compressed if ``sys_flag`` says so).
+
+    Hosts are ``"ip:port"``; ``properties`` is the decoded map in its stored order.
+    """
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    body: bytes
+    properties: dict[str, str]
+    born_timestamp: int
+    born_host: str
+    store_timestamp: int
+    store_host: str
+    sys_flag: int = 0
+    flag: int = 0
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    body_crc: int = 0
+
+    @property
+    def store_size(self) -> int:
+        """TOTALSIZE of this record as :func:`encode_record` writes it."""
+        return record_size(self)
+
+    def inflated_body(self, max_size: int | None = None) -> bytes:
+        """The body a consumer hands to its listener (zlib-inflated when compressed)."""
+        return decompress_body(self.body, self.sys_flag, max_size=max_size)
+
+
+def _pack_host(host: str, v6: bool) -> bytes:
+    ip, sep, port = host.rpartition(":")
+    if not sep or not port.isdigit():
+        raise LocalProtocolError(f"host {host!r} is not ip:port")
+    try:
+        packed = ipaddress.ip_address(ip.strip("[]")).packed
+    except ValueError as exc:
+        raise LocalProtocolError(f"host {host!r}: {exc}") from None
+    if len(packed) != (16 if v6 else 4):
+        raise LocalProtocolError(f"host {host!r} does not match the record's sysFlag")
+    return packed + _INT32.pack(int(port))
+
+
+def _host_len(sys_flag: int, bit: int) -> int:
+    return 20 if sys_flag & bit else 8
+
+
+def record_size(record: StoreRecord) -> int:
+    """``CommitLog.calMsgLength`` for ``record``."""
+    return (
+        4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8
+        + _host_len(record.sys_flag, BORNHOST_V6_FLAG)
+        + 8
+        + _host_len(record.sys_flag, STOREHOSTADDRESS_V6_FLAG)
+        + 4 + 8
+        + 4 + len(record.body)
+        + 1 + len(record.topic.encode())
+        + 2 + len(encode_properties(record.properties).encode())
+    )  # fmt: skip
+
+
+def encode_record(record: StoreRecord) -> bytes:
+    """The record's bytes, as ``CommitLog.MessageExtEncoder`` writes them (4.x layout)."""
+    topic = record.topic.encode()
+    if len(topic) > MAX_TOPIC_BYTES:
+        raise LocalProtocolError(f"topic of {len(topic)} bytes does not fit a 4.x record")
+    props = encode_properties(record.properties).encode()
+    if len(props) > 32767:
+        raise LocalProtocolError(f"properties of {len(props)} bytes do not fit a record")
+    total = record_size(record)
+    parts = (
+        _HEAD.pack(
+            total,
+            MAGIC_CODE,
+            record.body_crc,
+            record.queue_id,
+            record.flag,
+            record.queue_offset,
+            record.commit_log_offset,
+            record.sys_flag,
+            record.born_timestamp,
+        ),
+        _pack_host(record.born_host, bool(record.sys_flag & BORNHOST_V6_FLAG)),
+        _INT64.pack(record.store_timestamp),
+        _pack_host(record.store_host, bool(record.sys_flag & STOREHOSTADDRESS_V6_FLAG)),
+        _MID.pack(record.reconsume_times, record.prepared_transaction_offset),
+        _INT32.pack(len(record.body)),
+        record.body,
+        bytes((len(topic),)),
+        topic,
+        _INT16.pack(len(props)),
+        props,
+    )
+    return b"".join(parts)
+
+
+class _Reader:
+    """Bounds-checked reads from one record; a short record raises RemoteProtocolError."""
+
+    __slots__ = ("end", "pos", "view")
+
+    def __init__(self, view: memoryview, pos: int, end: int) -> None:
+        self.view, self.pos, self.end = view, pos, end
+
+    def take(self, n: int) -> memoryview:
+        if n < 0 or self.pos + n > self.end:
+            raise RemoteProtocolError(f"record truncated at byte {self.pos} (needs {n} more)")
+        piece = self.view[self.pos : self.pos + n]
+        self.pos += n
+        return piece
+
+    def unpack(self, fmt: struct.Struct) -> tuple[int, ...]:
+        return fmt.unpack(self.take(fmt.size))
+
+    def host(self, v6: bool) -> str:
+        raw = self.take(16 if v6 else 4)
+        (port,) = self.unpack(_INT32)
+        ip = ipaddress.ip_address(bytes(raw))
+        return f"[{ip}]:{port}" if v6 else f"{ip}:{port}"
+
+
+def decode_records(data: bytes | bytearray | memoryview) -> list[StoreRecord]:
+    """Every record of a pull body; any inconsistency raises :class:`RemoteProtocolError`.
+
+    Unlike Java's decoder, which stops at the first bad record and drops the rest
+    silently, a bad body is an error: a consumer must not skip messages it was sent.
+    """
+    view = memoryview(data)
+    records: list[StoreRecord] = []
+    pos, end = 0, len(view)
+    while pos < end:
+        if end - pos < _HEAD.size:
+            raise RemoteProtocolError(f"record at byte {pos} is truncated")
+        (total,) = _INT32.unpack_from(view, pos)
+        if total < _HEAD.size or total > end - pos:
+            raise RemoteProtocolError(
+                f"record at byte {pos}: TOTALSIZE {total} does not fit the {end - pos} bytes left"
+            )
+        records.append(_decode_one(_Reader(view, pos, pos + total)))
+        pos += total
+    return records
+
+
+def _decode_one(reader: _Reader) -> StoreRecord:
+    start = reader.pos
+    _total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts = reader.unpack(
+        _HEAD
+    )
+    if magic not in (MAGIC_CODE, MAGIC_CODE_V2):
+        raise RemoteProtocolError(f"record at byte {start}: bad magic code {magic:#x}")
+    born_host = reader.host(bool(sys_flag & BORNHOST_V6_FLAG))
+    (store_ts,) = reader.unpack(_INT64)
+    store_host = reader.host(bool(sys_flag & STOREHOSTADDRESS_V6_FLAG))
+    reconsume_times, prepared = reader.unpack(_MID)
+    (body_len,) = reader.unpack(_INT32)
+    body = bytes(reader.take(body_len))
+    if magic == MAGIC_CODE_V2:
+        (topic_len,) = reader.unpack(_UINT16)
+    else:
+        topic_len = reader.take(1)[0]
+    topic = _text(reader.take(topic_len), start, "topic")
+    (props_len,) = reader.unpack(_INT16)
+    properties = decode_properties(_text(reader.take(props_len), start, "properties"))
+    if reader.pos != reader.end:
+        raise RemoteProtocolError(
+            f"record at byte {start}: TOTALSIZE says {reader.end - start} bytes, "
+            f"fields take {reader.pos - start}"
+        )
+    return StoreRecord(
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        commit_log_offset=phys,
+        body=body,
+        properties=properties,
+        born_timestamp=born_ts,
+        born_host=born_host,
+        store_timestamp=store_ts,
+        store_host=store_host,
+        sys_flag=sys_flag,
+        flag=flag,
+        reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared,
+        body_crc=crc,
+    )
+
+
+def _text(raw: memoryview, start: int, what: str) -> str:
+    try:
+        return str(raw, "utf-8")
+    except UnicodeDecodeError as exc:
+        raise RemoteProtocolError(f"record at byte {start}: {what}: {exc}") from None

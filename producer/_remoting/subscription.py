@@ -1,0 +1,74 @@
+"""Tag subscriptions: parsing ``"TagA || TagB"``, Java's tag hash codes, and matching.
+
+A broker filters a pull by the **hash** of each message's tag (the consume queue keeps
+``tags.hashCode()``), so hashes that collide let foreign tags through; the client then
+re-filters by the exact tag string (``PullAPIWrapper.processPullResult``). Both halves
+live here so that the dev cluster and the consumer agree on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "SUBSCRIBE_ALL",
+    "Subscription",
+    "java_string_hash",
+    "parse_subscription",
+]
+
+SUBSCRIBE_ALL = "*"
+_TAG_SEPARATOR = "||"
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode()``: ``h = 31*h + c`` over UTF-16 code units, as a signed int32."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """One topic's subscription as the heartbeat carries it (``SubscriptionData``).
+
+    ``tags`` is empty for "everything" (``*``); ``codes`` are their Java hash codes.
+    """
+
+    topic: str
+    expression: str
+    tags: tuple[str, ...]
+    codes: tuple[int, ...]
+
+    @property
+    def is_all(self) -> bool:
+        return not self.tags
+
+    def matches_code(self, tags_code: int, has_tags: bool) -> bool:
+        """The broker's hash filter: ``*``, an untagged message, or a known code pass."""
+        return self.is_all or not has_tags or tags_code in self.codes
+
+    def matches(self, tag: str | None) -> bool:
+        """The client's exact re-filter (only when the subscription names tags)."""
+        return self.is_all or (tag is not None and tag in self.tags)
+
+
+def parse_subscription(topic: str, expression: str | None) -> Subscription:
+    """``FilterAPI.buildSubscriptionData`` for a TAG expression.
+
+    ``None``, ``""`` and ``"*"`` mean everything; otherwise tags are split on ``||``,
+    trimmed, and empty pieces dropped (a duplicate tag is kept once).
+    """
+    text = (expression or "").strip()
+    if not text or text == SUBSCRIBE_ALL:
+        return Subscription(topic, SUBSCRIBE_ALL, (), ())
+    tags: list[str] = []
+    for piece in text.split(_TAG_SEPARATOR):
+        tag = piece.strip()
+        if tag and tag not in tags:
+            tags.append(tag)
+    if not tags:
+        return Subscription(topic, SUBSCRIBE_ALL, (), ())
+    return Subscription(topic, expression or text, tuple(tags), tuple(map(java_string_hash, tags)))

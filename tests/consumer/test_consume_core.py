@@ -1,0 +1,170 @@
+"""The consumer's pure decisions (CONSUMER.md 2.2-2.6, 3.2): allocation, the committed
+offset, listener results, where a queue starts, delay levels."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from producer._consume.allocate import allocate_averagely
+from producer._consume.decisions import (
+    ConsumeStatus,
+    FlowLimits,
+    StartFrom,
+    flow_blocked,
+    settle,
+    start_from,
+)
+from producer._consume.message import ReceivedMessage
+from producer._consume.offsets import OffsetTable
+from producer._consume.process_queue import ProcessQueue
+from producer._remoting.consumer_requests import ConsumeFromWhere
+from producer._remoting.delay_levels import parse_delay_levels
+from producer._remoting.message import MessageQueue
+from producer.errors import InvalidOptionError
+
+Q = MessageQueue("T", "broker-a", 0)
+
+
+def queues(n: int) -> list[MessageQueue]:
+    return [MessageQueue("T", "broker-a", i) for i in range(n)]
+
+
+def ids(assigned: list[MessageQueue]) -> list[int]:
+    return [q.queue_id for q in assigned]
+
+
+@pytest.mark.parametrize(
+    ("n_queues", "consumers", "expected"),
+    [
+        (5, ["c1", "c2"], {"c1": [0, 1, 2], "c2": [3, 4]}),
+        (2, ["c1", "c2", "c3"], {"c1": [0], "c2": [1], "c3": []}),
+        (8, ["c1", "c2", "c3"], {"c1": [0, 1, 2], "c2": [3, 4, 5], "c3": [6, 7]}),
+        (4, ["b", "a"], {"a": [0, 1], "b": [2, 3]}),  # consumer ids are sorted first
+    ],
+)
+def test_allocate_averagely(
+    n_queues: int, consumers: list[str], expected: dict[str, list[int]]
+) -> None:
+    for me, want in expected.items():
+        assert ids(allocate_averagely(queues(n_queues), consumers, me)) == want
+
+
+def test_a_consumer_missing_from_the_list_takes_nothing() -> None:
+    assert allocate_averagely(queues(4), ["a", "b"], "c") == []
+
+
+def test_queues_sort_by_broker_then_id() -> None:
+    mixed = [MessageQueue("T", "b", 0), MessageQueue("T", "a", 1), MessageQueue("T", "a", 0)]
+    got = allocate_averagely(mixed, ["x", "y"], "x")
+    assert got == [MessageQueue("T", "a", 0), MessageQueue("T", "a", 1)]
+
+
+@given(n_queues=st.integers(0, 40), n_consumers=st.integers(1, 12))
+def test_allocation_is_a_partition(n_queues: int, n_consumers: int) -> None:
+    consumers = [f"10.0.0.{i}@{i}" for i in range(n_consumers)]
+    parts = [allocate_averagely(queues(n_queues), consumers, c) for c in consumers]
+    flat = [q for part in parts for q in part]
+    assert sorted(ids(flat)) == list(range(n_queues))
+    sizes = [len(p) for p in parts]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def message(offset: int, body: bytes = b"x") -> ReceivedMessage:
+    return ReceivedMessage(
+        topic="T", body=body, properties={}, msg_id=f"id{offset}", offset_msg_id="",
+        queue=Q, queue_offset=offset, commit_log_offset=offset * 100, reconsume_times=0,
+        born_timestamp=0, store_timestamp=0, born_host="", store_host="",
+    )  # fmt: skip
+
+
+def test_committed_offset_is_the_smallest_in_flight() -> None:
+    pq = ProcessQueue(Q)
+    batch = [message(o) for o in range(2100, 2201)]
+    pq.put(batch)
+    # Everything but the slow message at 2101 finishes (seed 001).
+    assert pq.remove([m for m in batch if m.queue_offset != 2101]) == 2101
+    assert pq.remove([batch[1]]) == 2201  # empty: last put + 1
+    assert pq.remove([batch[1]]) == -1  # nothing held: nothing to commit
+
+
+def test_re_pulled_offsets_are_not_held_twice() -> None:
+    pq = ProcessQueue(Q)
+    assert len(pq.put([message(1), message(2)])) == 2
+    assert [m.queue_offset for m in pq.put([message(2), message(3)])] == [3]
+    assert len(pq) == 3 and pq.span == 2 and pq.body_bytes == 3
+
+
+def test_offsets_only_increase_through_consumption() -> None:
+    table = OffsetTable()
+    assert table.update(Q, 5, increase_only=True)
+    assert not table.update(Q, 3, increase_only=True)
+    assert table.read(Q) == 5
+    assert table.update(Q, 3, increase_only=False)  # an offset reset may go back
+    other = MessageQueue("T", "broker-a", 1)
+    table.update(other, 9, increase_only=True)
+    assert table.to_persist({Q}) == {Q: 3}
+    assert table.read(other) is None  # unassigned queues are forgotten
+
+
+@pytest.mark.parametrize(
+    ("status", "ack_index", "done", "failed"),
+    [
+        (ConsumeStatus.SUCCESS, None, 3, 0),
+        (ConsumeStatus.SUCCESS, 0, 1, 2),
+        (ConsumeStatus.SUCCESS, 99, 3, 0),
+        (ConsumeStatus.SUCCESS, -1, 0, 3),
+        (ConsumeStatus.RECONSUME_LATER, 2, 0, 3),
+    ],
+)
+def test_settle(status: ConsumeStatus, ack_index: int | None, done: int, failed: int) -> None:
+    batch = [message(o) for o in range(3)]
+    result = settle(status, batch, ack_index)
+    assert (len(result.done), len(result.failed)) == (done, failed)
+    assert result.done + result.failed == batch
+
+
+@pytest.mark.parametrize(
+    ("stored", "consume_from", "topic", "expected"),
+    [
+        (7, ConsumeFromWhere.LAST_OFFSET, "T", StartFrom.STORED),
+        (0, ConsumeFromWhere.TIMESTAMP, "T", StartFrom.STORED),
+        (None, ConsumeFromWhere.LAST_OFFSET, "T", StartFrom.MAX_OFFSET),
+        (None, ConsumeFromWhere.LAST_OFFSET, "%RETRY%g", StartFrom.ZERO),
+        (None, ConsumeFromWhere.FIRST_OFFSET, "T", StartFrom.ZERO),
+        (None, ConsumeFromWhere.TIMESTAMP, "T", StartFrom.TIMESTAMP),
+        (None, ConsumeFromWhere.TIMESTAMP, "%RETRY%g", StartFrom.MAX_OFFSET),
+    ],
+)
+def test_start_from(
+    stored: int | None, consume_from: ConsumeFromWhere, topic: str, expected: StartFrom
+) -> None:
+    assert start_from(stored, consume_from, topic) is expected
+
+
+def test_flow_control_limits() -> None:
+    pq = ProcessQueue(Q)
+    pq.put([message(0, b"abc"), message(5, b"de")])
+    assert flow_blocked(pq, FlowLimits(), orderly=False) is None
+    assert "messages" in (flow_blocked(pq, FlowLimits(max_messages=1), orderly=False) or "")
+    assert "bytes" in (flow_blocked(pq, FlowLimits(max_bytes=4), orderly=False) or "")
+    assert "span" in (flow_blocked(pq, FlowLimits(max_span=4), orderly=False) or "")
+    assert flow_blocked(pq, FlowLimits(max_span=4), orderly=True) is None
+
+
+def test_default_delay_levels_and_the_retry_schedule() -> None:
+    levels = parse_delay_levels()
+    assert levels.max_level == 18
+    assert levels.delay_ms(1) == 1000 and levels.delay_ms(18) == 7_200_000
+    # CONSUMER.md 3.2: reconsumeTimes 0 -> level 3 (10 s), 1 -> 30 s, 15 -> 2 h, 16 -> clamped
+    schedule = [levels.delay_ms(levels.retry_level(r)) / 1000 for r in range(17)]
+    assert schedule[:4] == [10, 30, 60, 120]
+    assert schedule[14:] == [3600, 7200, 7200]
+    assert sum(schedule[:16]) == 4 * 3600 + 45 * 60 + 40  # "about 4 h 46 m" over 16 retries
+
+
+def test_bad_delay_levels_name_the_item() -> None:
+    with pytest.raises(InvalidOptionError, match="'5x'"):
+        parse_delay_levels("1s 5x")
+    assert parse_delay_levels("200ms 1s").delays_ms == (200.0, 1000.0)
