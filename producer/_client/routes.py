@@ -151,7 +151,7 @@ class RouteTable:
         the first send, and the next refresh finds its own route.
         """
         try:
-            data = await self._fetch(topic, deadline_ms)
+            data = await self.fetch(topic, deadline_ms)
         except NoRouteError as unknown:
             if not self._auto_create_topic or unknown.code != ResponseCode.TOPIC_NOT_EXIST:
                 raise
@@ -174,7 +174,7 @@ class RouteTable:
         self, topic: str, deadline_ms: float, unknown: NoRouteError
     ) -> TopicRouteData:
         try:
-            default = await self._fetch(DEFAULT_TOPIC, deadline_ms)
+            default = await self.fetch(DEFAULT_TOPIC, deadline_ms)
         except NoRouteError:
             raise NoRouteError(
                 topic,
@@ -185,7 +185,7 @@ class RouteTable:
             ) from unknown
         return default_topic_route(default, DEFAULT_TOPIC_QUEUE_NUMS)
 
-    async def _fetch(self, topic: str, deadline_ms: float) -> TopicRouteData:
+    async def fetch(self, topic: str, deadline_ms: float) -> TopicRouteData:
         """The route from the first name server that answers; errors say which failed how."""
         failures: list[str] = []
         last: ProducerError | None = None

@@ -218,6 +218,17 @@ def build_publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue
     ]
 
 
+def build_subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+    """``topicRouteData2TopicSubscribeInfo``: the queues a consumer may pull from
+    (readable queue data, ids ``0..readQueueNums-1``)."""
+    return [
+        MessageQueue(topic, q.broker_name, queue_id)
+        for q in sorted(route.queue_datas, key=_broker_name)
+        if is_readable(q.perm)
+        for queue_id in range(q.read_queue_nums)
+    ]
+
+
 def _broker_name(queue: QueueData) -> str:
     return queue.broker_name
 

@@ -201,9 +201,7 @@ def decode_records(data: bytes | bytearray | memoryview) -> list[StoreRecord]:
 
 def _decode_one(reader: _Reader) -> StoreRecord:
     start = reader.pos
-    _total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts = reader.unpack(
-        _HEAD
-    )
+    _total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts = reader.unpack(_HEAD)
     if magic not in (MAGIC_CODE, MAGIC_CODE_V2):
         raise RemoteProtocolError(f"record at byte {start}: bad magic code {magic:#x}")
     born_host = reader.host(bool(sys_flag & BORNHOST_V6_FLAG))

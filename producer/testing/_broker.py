@@ -17,6 +17,7 @@ import msgspec
 
 from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
+from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
 from producer._remoting.frame import decode_payload, encode_frame
 from producer._remoting.message_codec import decode_batch, decompress_body
 from producer._remoting.properties import (
@@ -34,8 +35,10 @@ from producer._remoting.send_header import (
 )
 from producer.errors import RemoteProtocolError
 from producer.testing._acl import AccessControl
+from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
-from producer.testing._server import Decider, Reply
+from producer.testing._schedule import SCHEDULE_TOPIC
+from producer.testing._server import Channel, Decider, Reply
 from producer.testing._store import (
     AUTO_CREATE_TOPIC,
     DEFAULT_TOPIC_QUEUE_NUMS,
@@ -125,6 +128,7 @@ class Broker:
         on_topic_created: Callable[[str, TopicConfig], None] | None = None,
         region: str = DEFAULT_REGION,
         access: AccessControl | None = None,
+        delay_levels: DelayLevels | None = None,
     ) -> None:
         self.name = name
         self.access = access
@@ -135,6 +139,15 @@ class Broker:
         self.clients: dict[str, set[str]] = {}
         self._rng = rng
         self._on_topic_created = on_topic_created
+        self.consume = ConsumeSide(
+            self.store,
+            broker_name=name,
+            clock_ms=clock_ms,
+            rng=random.Random(rng.random()),
+            delay_levels=delay_levels or parse_delay_levels(),
+            create_topic=self._topic_created,
+            put=self.put,
+        )
         if auto_create_topic:
             self.store.put_topic(
                 TopicConfig(
@@ -153,7 +166,7 @@ class Broker:
 
     # -- RequestHandler ------------------------------------------------------------------
 
-    def handle(self, payload: bytes, decider: Decider, peer: str) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
         request = decode_payload(payload)
         if request.is_response:
             return None
@@ -163,18 +176,21 @@ class Broker:
             return None if request.is_oneway else Reply(encode_frame(refused))
         if request.code in SEND_CODES:
             decision = decider(True)
-            response = self.process_send(request, decision, peer)
+            response: RemotingCommand | None = self.process_send(request, decision, channel.peer)
+        elif request.code in CONSUME_CODES:
+            decision = decider(False)
+            response = self.consume.process(request, channel)
         else:
             decision = decider(False)
-            response = self.process_other(request)
-        if request.is_oneway:
+            response = self.process_other(request, channel)
+        if request.is_oneway or response is None:
             return None
         return Reply(encode_frame(response), decision.delay)
 
-    def process_other(self, request: RemotingCommand) -> RemotingCommand:
+    def process_other(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         code = request.code
         if code == RequestCode.HEART_BEAT:
-            return self._heartbeat(request)
+            return self._heartbeat(request, channel)
         if code == RequestCode.UNREGISTER_CLIENT:
             return self._unregister(request)
         if code == RequestCode.GET_MAX_OFFSET:
@@ -202,7 +218,14 @@ class Broker:
             pending = self._pending(header, request.body, peer)
         except _Refusal as refusal:
             return request.make_response(refusal.code, ext_fields=trace, remark=refusal.remark)
-        stored = self.store.append(header.topic, queue_id, pending)
+        if header.batch:
+            stored = self.store.append(header.topic, queue_id, pending)
+        else:
+            target = self.consume.retry_send_target(
+                header.topic, header.reconsume_times, header.max_reconsume_times, request.version
+            )
+            topic, put_queue = (header.topic, queue_id) if target is None else target
+            stored = [self.put(topic, put_queue, pending[0], True)]
         return request.make_response(
             decision.store_status or ResponseCode.SUCCESS,
             ext_fields={**_send_fields(stored, queue_id), **trace},
@@ -238,6 +261,21 @@ class Broker:
                 f"Producer: {peer}",
             )
         return config
+
+    def put(
+        self, topic: str, queue_id: int, pending: PendingMessage, may_delay: bool
+    ) -> StoredMessage:
+        """Store one message; with ``DELAY`` (and ``may_delay``) it waits in the schedule topic."""
+        if may_delay:
+            topic, queue_id = self.consume.put_target(topic, queue_id, pending)
+        stored = self.store.append(topic, queue_id, [pending])[0]
+        if topic == SCHEDULE_TOPIC:
+            self.consume.scheduled(stored)
+        return stored
+
+    def _topic_created(self, config: TopicConfig) -> None:
+        if self._on_topic_created is not None:
+            self._on_topic_created(self.name, config)
 
     def _auto_create(self, header: SendMessageRequestHeader) -> TopicConfig | None:
         """``createTopicInSendMessageMethod``: inherit from the default topic if it allows."""
@@ -328,7 +366,7 @@ class Broker:
 
     # -- other requests ------------------------------------------------------------------
 
-    def _heartbeat(self, request: RemotingCommand) -> RemotingCommand:
+    def _heartbeat(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         try:
             heartbeat = _heartbeat_decoder.decode(request.body)
         except msgspec.DecodeError as exc:
@@ -338,6 +376,8 @@ class Broker:
             group = producer.get("groupName")
             if isinstance(group, str):
                 groups.add(group)
+        if heartbeat.consumerDataSet:
+            self.consume.heartbeat(heartbeat.clientID, heartbeat.consumerDataSet, channel)
         return request.make_response(ResponseCode.SUCCESS)
 
     def _unregister(self, request: RemotingCommand) -> RemotingCommand:
@@ -346,6 +386,9 @@ class Broker:
             return _system_error(
                 request, f"{_REMOTING_EXCEPTION}: the custom field <clientID> is null"
             )
+        consumer_group = request.field("consumerGroup")
+        if consumer_group:
+            self.consume.unregister(consumer_group, client_id)
         groups = self.clients.get(client_id)
         if groups is not None:
             groups.discard(request.field("producerGroup") or "")

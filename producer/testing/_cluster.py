@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
+import logging
 import random
 import ssl
 import time
@@ -12,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
 from producer.testing._faults import FaultSpec
@@ -30,6 +33,10 @@ from producer.testing._store import (
 from producer.testing._tls import server_tls
 
 __all__ = ["DevCluster", "broker_name", "parse_topics"]
+
+
+log = logging.getLogger("producer.testing")
+TICK_SECONDS = 0.02  # delayed delivery and long-poll timeouts are this precise
 
 
 def broker_name(index: int) -> str:
@@ -112,6 +119,7 @@ class DevCluster:
         cluster_name: str = "DefaultCluster",
         acl: Iterable[Account] | None = None,
         tls: bool | ssl.SSLContext = False,
+        delay_levels: str = DEFAULT_DELAY_LEVELS,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
@@ -122,6 +130,8 @@ class DevCluster:
         self.host = host
         self.seed = seed
         self.sink = sink
+        self._delay_levels = parse_delay_levels(delay_levels)
+        self._ticker: asyncio.Task[None] | None = None
         self.http_port = http_port
         self._access = None if acl is None else AccessControl(acl)
         self._tls = server_tls(tls)
@@ -149,7 +159,13 @@ class DevCluster:
             handler = self._make_handler(name, auto, cluster_name)
             self._handlers[name] = handler
             self._listeners[name] = Listener(
-                name, handler, host=host, port=port, rng=self._rng(f"{name}/faults"), ssl=serving
+                name,
+                handler,
+                host=host,
+                port=port,
+                rng=self._rng(f"{name}/faults"),
+                ssl=serving,
+                on_close=handler.consume.channel_closed if isinstance(handler, Broker) else None,
             )
             if auto:
                 self._register(
@@ -184,6 +200,7 @@ class DevCluster:
             auto_create_topic=auto_create,
             on_topic_created=self._namesrv.register_topic,
             access=self._access,
+            delay_levels=self._delay_levels,
         )
 
     def __repr__(self) -> str:
@@ -224,6 +241,7 @@ class DevCluster:
                 address = f"{self._advertised_host}:{listener.port}"
                 self._handlers[name].set_store_host(self._advertised_host, listener.port)
                 self._namesrv.register_broker(name, address)
+            self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
             if self.http_port is not None:
                 try:
                     from producer.testing._http import HttpControl  # aiohttp is an extra
@@ -241,9 +259,25 @@ class DevCluster:
             await self.aclose()
             raise
 
+    async def _tick_forever(self) -> None:
+        """Drive the brokers' clocks: delayed delivery, long-poll timeouts, expiry."""
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            for handler in self._handlers.values():
+                if isinstance(handler, Broker):
+                    try:
+                        handler.consume.tick()
+                    except Exception:  # a bug must not stop time for the others
+                        log.exception("%s: tick failed", handler.name)
+
     async def aclose(self) -> None:
         """Stop listening, close every connection, cancel pending delayed answers."""
         self._started = False
+        ticker, self._ticker = self._ticker, None
+        if ticker is not None:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
         if self._http is not None:
             http, self._http = self._http, None
             await http.aclose()
@@ -345,6 +379,20 @@ class DevCluster:
         if isinstance(handler, SinkBroker):
             return {}
         return {client: frozenset(groups) for client, groups in handler.clients.items()}
+
+    def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
+        """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""
+        return self._broker(broker).consume.offsets.snapshot()
+
+    def delay_backlog(self, broker: str) -> dict[int, int]:
+        """Messages waiting in ``broker``'s delay levels: ``{level: count}``."""
+        return self._broker(broker).consume.schedule.backlog()
+
+    def _broker(self, name: str) -> Broker:
+        handler = self._handlers.get(name)
+        if not isinstance(handler, Broker):
+            raise KeyError(f"no full broker named {name!r} (sink brokers keep no consumer state)")
+        return handler
 
     def broker_status(self, name: str) -> dict[str, Any]:
         """A JSON-ready summary of one broker (what ``GET /brokers`` lists)."""

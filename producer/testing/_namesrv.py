@@ -20,7 +20,7 @@ from producer._remoting.route import (
     encode_route_data,
 )
 from producer.testing._broker import not_supported
-from producer.testing._server import Decider, Reply
+from producer.testing._server import Channel, Decider, Reply
 from producer.testing._store import TopicConfig
 
 __all__ = ["NameServer", "java_hash_order"]
@@ -93,7 +93,7 @@ class NameServer:
 
     # -- RequestHandler ------------------------------------------------------------------
 
-    def handle(self, payload: bytes, decider: Decider, peer: str) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
         request = decode_payload(payload)
         if request.is_response:
             return None

@@ -25,7 +25,7 @@ from producer._remoting.frame import MAX_FRAME_BYTES
 from producer.errors import RemoteProtocolError
 from producer.testing._faults import FaultDecision, FaultSpec, decide
 
-__all__ = ["GARBAGE_FRAME", "Decider", "Listener", "Reply", "RequestHandler"]
+__all__ = ["GARBAGE_FRAME", "Channel", "Decider", "Listener", "Reply", "RequestHandler"]
 
 log = logging.getLogger("producer.testing")
 
@@ -44,10 +44,24 @@ class Reply(NamedTuple):
     delay: float = 0.0
 
 
+class Channel(Protocol):
+    """One client connection as a handler sees it: who it is, and a way to write to it
+    later (a held pull's answer, a request the server starts)."""
+
+    @property
+    def peer(self) -> str: ...
+
+    @property
+    def is_open(self) -> bool: ...
+
+    def write(self, frame: bytes) -> None: ...
+
+
 class RequestHandler(Protocol):
-    def handle(self, payload: bytes, decider: Decider, peer: str) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
         """Answer one frame (``payload`` is the frame without its length prefix), or
-        ``None`` for a oneway request. Raises ``RemoteProtocolError`` on bad bytes."""
+        ``None`` when there is nothing to answer now (oneway, or answered later through
+        ``channel``). Raises ``RemoteProtocolError`` on bad bytes."""
         ...
 
 
@@ -71,6 +85,12 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._listener._connections.discard(self)
         self.transport = None
+        if self._listener.on_close is not None:
+            self._listener.on_close(self)
+
+    @property
+    def is_open(self) -> bool:
+        return self.transport is not None and not self.transport.is_closing()
 
     def data_received(self, data: bytes) -> None:
         # Answers to the requests of one read go out in one write (one syscall).
@@ -144,9 +164,11 @@ class Listener:
         port: int = 0,
         rng: random.Random | None = None,
         ssl: SSLContext | None = None,
+        on_close: Callable[[Channel], None] | None = None,
     ) -> None:
         self.name = name
         self.ssl = ssl
+        self.on_close = on_close
         self.handler = handler
         self.host = host
         self.port = port
@@ -248,7 +270,7 @@ class Listener:
         if spec.garbage:
             connection.write(GARBAGE_FRAME)
             return
-        reply = self.handler.handle(payload, self._decider, connection.peer)
+        reply = self.handler.handle(payload, self._decider, connection)
         if reply is None:
             return
         if reply.delay > 0:

@@ -18,7 +18,7 @@ from producer._remoting.message_codec import make_offset_msg_id
 from producer._remoting.send_header import DEFAULT_REGION
 from producer.errors import RemoteProtocolError
 from producer.testing._faults import FaultDecision
-from producer.testing._server import Decider, Reply
+from producer.testing._server import Channel, Decider, Reply
 
 __all__ = ["SinkBroker"]
 
@@ -92,7 +92,7 @@ class SinkBroker:
     def message_count(self, topic: str | None = None) -> int:
         return self.messages if topic is None else self.by_topic.get(topic, 0)
 
-    def handle(self, payload: bytes, decider: Decider, peer: str) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
         if len(payload) < 4:
             raise RemoteProtocolError("frame too short")
         (word,) = _INT32.unpack_from(payload, 0)

@@ -8,6 +8,7 @@ sequence of sends.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -105,6 +106,8 @@ class StoredMessage:
     sys_flag: int = 0
     flag: int = 0
     born_host: str = ""
+    reconsume_times: int = 0
+    store_host: str = ""
 
     @property
     def tags(self) -> str | None:
@@ -142,7 +145,11 @@ class BrokerStore:
         self._queues: dict[tuple[str, int], list[StoredMessage]] = {}
         self._next_offset: dict[tuple[str, int], int] = {}
         self._stats: dict[str, _TopicStats] = {}
+        self._by_commit_offset: dict[int, StoredMessage] = {}
         self._id_prefix = ""
+        self.store_host = ""
+        #: Called with ``(topic, queue_id)`` after every append (long polling wakes on it).
+        self.on_append: Callable[[str, int], None] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -153,6 +160,7 @@ class BrokerStore:
     def set_store_host(self, host: str, port: int) -> None:
         """The address baked into offset message ids (set once the port is known)."""
         self._id_prefix = make_offset_msg_id(host, port, 0)[:-16]
+        self.store_host = f"{host}:{port}"
 
     # -- topics --------------------------------------------------------------------------
 
@@ -191,6 +199,8 @@ class BrokerStore:
                 sys_flag=pending.sys_flag,
                 flag=pending.flag,
                 born_host=pending.born_host,
+                reconsume_times=pending.reconsume_times,
+                store_host=self.store_host,
             )
             stored.append(message)
             self.commit_log_offset += pending.size
@@ -201,7 +211,35 @@ class BrokerStore:
         self._next_offset[key] = queue_offset
         if self.keep_messages:
             self._queues.setdefault(key, []).extend(stored)
+            for message in stored:
+                self._by_commit_offset[message.commit_log_offset] = message
+        if self.on_append is not None:
+            self.on_append(topic, queue_id)
         return stored
+
+    def read(self, topic: str, queue_id: int, offset: int, max_count: int) -> list[StoredMessage]:
+        """Up to ``max_count`` messages of one queue from queue offset ``offset`` on."""
+        queue = self._queues.get((topic, queue_id), [])
+        return queue[max(offset, 0) : max(offset, 0) + max_count]
+
+    def message_at(self, commit_log_offset: int) -> StoredMessage | None:
+        """``lookMessageByOffset``: the message stored at a commit-log offset."""
+        return self._by_commit_offset.get(commit_log_offset)
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """``getOffsetInQueueByTime``: the offset whose store time is closest to
+        ``timestamp_ms`` (the last message's for a later time, 0 for an unknown queue)."""
+        queue = self._queues.get((topic, queue_id), [])
+        if not queue:
+            return 0
+        times = [m.store_timestamp for m in queue]
+        index = bisect.bisect_left(times, timestamp_ms)
+        if index >= len(queue):
+            return len(queue) - 1
+        if index == 0 or times[index] == timestamp_ms:
+            return index
+        before, after = timestamp_ms - times[index - 1], times[index] - timestamp_ms
+        return index - 1 if before <= after else index
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """The next queue offset (``getMaxOffsetInQueue``): 0 for an unknown queue."""

@@ -157,6 +157,9 @@ class DevClusterThread:
     def client_ssl_context(self) -> ssl.SSLContext:
         return self.cluster.client_ssl_context()
 
+    def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
+        return self._query(lambda: self.cluster.consumer_offsets(broker))
+
     def broker_status(self, name: str) -> dict[str, Any]:
         return self._query(lambda: self.cluster.broker_status(name))
 

@@ -1,0 +1,28 @@
+"""The consuming side of retry: a push consumer with RECONSUME_LATER, delay levels,
+dead-letter queues and offsets that never pass a message in flight (CONSUMER.md).
+
+::
+
+    async def handle(messages):
+        ...
+        return ConsumeStatus.SUCCESS          # or RECONSUME_LATER (or raise)
+
+    consumer = PushConsumer("my-group", namesrv="127.0.0.1:9876", listener=handle)
+    consumer.subscribe("Orders", "paid || refunded")
+    async with consumer:
+        ...
+"""
+
+from producer._consume.decisions import ConsumeStatus
+from producer._consume.message import ReceivedMessage, dlq_topic, retry_topic
+from producer.consumer._push_consumer import PushConsumer
+from producer.consumer._queue_worker import ConsumeContext
+
+__all__ = [
+    "ConsumeContext",
+    "ConsumeStatus",
+    "PushConsumer",
+    "ReceivedMessage",
+    "dlq_topic",
+    "retry_topic",
+]

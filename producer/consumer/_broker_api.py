@@ -1,0 +1,252 @@
+"""The consumer's requests to name servers and brokers (the I/O shell over the pure core).
+
+Every call goes through the shared :class:`~producer._client.remoting.RemotingClient`
+(connect within budget, request signing) and finds brokers through the route table.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+
+from producer._client.clock import Clock
+from producer._client.remoting import RemotingClient
+from producer._client.routes import RouteTable
+from producer._consume.message import ReceivedMessage, retry_topic
+from producer._remoting.codes import RequestCode, ResponseCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.consumer_requests import (
+    ConsumerData,
+    PullParams,
+    PullResult,
+    check_success,
+    consumer_heartbeat_request,
+    consumer_list_request,
+    parse_consumer_list,
+    parse_offset_response,
+    parse_pull_response,
+    parse_query_offset,
+    pull_request,
+    query_offset_request,
+    search_offset_request,
+    send_back_request,
+    unregister_consumer_request,
+    update_offset_request,
+)
+from producer._remoting.message import MessageQueue
+from producer._remoting.properties import (
+    DELAY,
+    MAX_RECONSUME_TIMES,
+    ORIGIN_MESSAGE_ID,
+    RECONSUME_TIME,
+    RETRY_TOPIC,
+    TRANSACTION_PREPARED,
+    encode_properties,
+)
+from producer._remoting.requests import CLIENT_INNER_PRODUCER_GROUP, max_offset_request
+from producer._remoting.route import build_subscribe_queues, master_addresses
+from producer._remoting.send_header import SendMessageRequestHeader
+from producer.errors import BrokerError, NoRouteError, ProducerError
+
+log = logging.getLogger("producer.consumer")
+
+HOUSEKEEPING_TIMEOUT_MS = 3000.0
+SEND_BACK_TIMEOUT_MS = 5000.0  # Java's sendMessageBack timeout
+
+
+@dataclass(frozen=True, slots=True)
+class TopicQueues:
+    topic: str
+    queues: list[MessageQueue]
+    broker_addrs: dict[str, str]
+
+
+class BrokerApi:
+    """One consumer's view of the cluster: routes, brokers, and the requests it makes."""
+
+    def __init__(
+        self,
+        *,
+        group: str,
+        client_id: str,
+        client: RemotingClient,
+        routes: RouteTable,
+        clock: Clock,
+        rng: random.Random,
+    ) -> None:
+        self.group = group
+        self.client_id = client_id
+        self.client = client
+        self.routes = routes
+        self.clock = clock
+        self.rng = rng
+        self._topics: dict[str, TopicQueues] = {}
+
+    def __repr__(self) -> str:
+        return f"BrokerApi({self.group}, topics={sorted(self._topics)})"
+
+    # -- routes --------------------------------------------------------------------------
+
+    async def refresh(self, topic: str) -> TopicQueues:
+        """The topic's readable queues and broker masters, fetched from a name server."""
+        data = await self.routes.fetch(topic, self._deadline())
+        found = TopicQueues(topic, build_subscribe_queues(topic, data), master_addresses(data))
+        self._topics[topic] = found
+        return found
+
+    def cached(self, topic: str) -> TopicQueues | None:
+        return self._topics.get(topic)
+
+    def broker_addrs(self) -> dict[str, str]:
+        addrs: dict[str, str] = {}
+        for topic in self._topics.values():
+            addrs.update(topic.broker_addrs)
+        return addrs
+
+    def addr(self, broker_name: str) -> str:
+        for topic in self._topics.values():
+            found = topic.broker_addrs.get(broker_name)
+            if found is not None:
+                return found
+        raise NoRouteError(
+            broker_name, self.routes.namesrv_addrs, "no known master for this broker"
+        )
+
+    def _deadline(self, timeout_ms: float = HOUSEKEEPING_TIMEOUT_MS) -> float:
+        return self.clock.monotonic_ms() + timeout_ms
+
+    # -- membership ----------------------------------------------------------------------
+
+    async def heartbeat(self, data: ConsumerData) -> None:
+        """HEART_BEAT to every known broker master; a failure is logged, not raised."""
+        request_body = consumer_heartbeat_request(self.client_id, [data]).body
+        for name, addr in sorted(self.broker_addrs().items()):
+            request = RemotingCommand(RequestCode.HEART_BEAT, body=request_body)
+            try:
+                check_success(await self.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS))
+            except ProducerError as exc:
+                log.warning("heartbeat to %s (%s) failed: %s", name, addr, exc)
+
+    async def consumer_ids(self, topic: str) -> list[str]:
+        """The group's members, asked of one random broker of ``topic`` (as Java does)."""
+        queues = self._topics.get(topic)
+        if queues is None or not queues.broker_addrs:
+            return []
+        addr = self.rng.choice(sorted(queues.broker_addrs.values()))
+        response = await self.client.invoke(
+            addr, consumer_list_request(self.group), HOUSEKEEPING_TIMEOUT_MS
+        )
+        return parse_consumer_list(response)
+
+    async def unregister(self, timeout_ms: float) -> None:
+        for addr in sorted(set(self.broker_addrs().values())):
+            request = unregister_consumer_request(self.client_id, self.group)
+            try:
+                await self.client.invoke(addr, request, timeout_ms)
+            except ProducerError as exc:
+                log.debug("unregister from %s failed: %s", addr, exc)
+
+    # -- offsets -------------------------------------------------------------------------
+
+    async def query_offset(self, queue: MessageQueue) -> int | None:
+        request = query_offset_request(self.group, queue)
+        response = await self._invoke_queue(queue, request)
+        return parse_query_offset(response)
+
+    async def max_offset(self, queue: MessageQueue) -> int:
+        request = max_offset_request(queue.topic, queue.queue_id)
+        return parse_offset_response(await self._invoke_queue(queue, request))
+
+    async def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        request = search_offset_request(queue, timestamp_ms)
+        return parse_offset_response(await self._invoke_queue(queue, request))
+
+    async def persist(self, queue: MessageQueue, offset: int, *, oneway: bool = True) -> None:
+        """UPDATE_CONSUMER_OFFSET (oneway from the periodic persist, as Java sends it)."""
+        request = update_offset_request(self.group, queue, offset)
+        addr = self.addr(queue.broker_name)
+        if oneway:
+            await self.client.invoke_oneway(addr, request, HOUSEKEEPING_TIMEOUT_MS)
+        else:
+            await self.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS)
+
+    async def _invoke_queue(self, queue: MessageQueue, request: RemotingCommand) -> RemotingCommand:
+        return await self.client.invoke(
+            self.addr(queue.broker_name), request, HOUSEKEEPING_TIMEOUT_MS
+        )
+
+    # -- pulls ---------------------------------------------------------------------------
+
+    async def pull(self, params: PullParams, timeout_ms: float) -> PullResult:
+        addr = self.addr(params.queue.broker_name)
+        response = await self.client.invoke(addr, pull_request(params), timeout_ms)
+        return parse_pull_response(response)
+
+    # -- retries -------------------------------------------------------------------------
+
+    async def send_back(
+        self, message: ReceivedMessage, delay_level: int, max_reconsume_times: int
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK to the master of the broker the message came from."""
+        request = send_back_request(
+            group=self.group,
+            commit_log_offset=message.commit_log_offset,
+            delay_level=delay_level,
+            origin_msg_id=message.msg_id,
+            origin_topic=message.topic,
+            max_reconsume_times=max_reconsume_times,
+        )
+        addr = self.addr(message.queue.broker_name)
+        check_success(await self.client.invoke(addr, request, SEND_BACK_TIMEOUT_MS))
+
+    async def send_to_retry_topic(
+        self, message: ReceivedMessage, max_reconsume_times: int, *, reconsume_times: int
+    ) -> None:
+        """The fallback when send-back fails: SEND_MESSAGE_V2 of a copy to
+        ``%RETRY%<group>`` with Java's properties (``DELAY = 3 + reconsumeTimes``), tried
+        on each broker of the retry topic in turn."""
+        topic = retry_topic(self.group)
+        queues = self._topics.get(topic) or await self.refresh(topic)
+        props = dict(message.properties)
+        props.pop(TRANSACTION_PREPARED, None)
+        props.setdefault(ORIGIN_MESSAGE_ID, message.msg_id)
+        props[RETRY_TOPIC] = message.topic
+        props[RECONSUME_TIME] = str(reconsume_times)
+        props[MAX_RECONSUME_TIMES] = str(max_reconsume_times)
+        props[DELAY] = str(3 + message.reconsume_times)
+        last: ProducerError | None = None
+        for queue in queues.queues:
+            header = SendMessageRequestHeader(
+                producer_group=CLIENT_INNER_PRODUCER_GROUP,
+                topic=topic,
+                queue_id=queue.queue_id,
+                sys_flag=0,
+                born_timestamp=message.born_timestamp,
+                flag=message.flag,
+                properties=encode_properties(props),
+                reconsume_times=reconsume_times,
+                max_reconsume_times=max_reconsume_times,
+            )
+            request = RemotingCommand(
+                RequestCode.SEND_MESSAGE_V2, ext_fields=header.to_v2_fields(), body=message.body
+            )
+            try:
+                addr = queues.broker_addrs[queue.broker_name]
+                response = await self.client.invoke(addr, request, SEND_BACK_TIMEOUT_MS)
+                if response.code not in _STORED:
+                    raise BrokerError.for_code(response.code, response.remark)
+                return
+            except (ProducerError, KeyError) as exc:
+                last = exc if isinstance(exc, ProducerError) else last
+        raise last or NoRouteError(topic, self.routes.namesrv_addrs, "no queue to send back to")
+
+
+_STORED = frozenset(
+    {
+        ResponseCode.SUCCESS,
+        ResponseCode.FLUSH_DISK_TIMEOUT,
+        ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        ResponseCode.SLAVE_NOT_AVAILABLE,
+    }
+)

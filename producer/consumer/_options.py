@@ -1,0 +1,99 @@
+"""The push consumer's settings, checked once (Java's defaults unless said otherwise)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from producer._consume.decisions import FlowLimits
+from producer._remoting.consumer_requests import ConsumeFromWhere, MessageModel
+from producer._remoting.delay_levels import DEFAULT_MAX_RECONSUME_TIMES
+from producer.errors import InvalidOptionError
+
+__all__ = ["ConsumerOptions"]
+
+_CONSUME_FROM = {
+    "last": ConsumeFromWhere.LAST_OFFSET,
+    "first": ConsumeFromWhere.FIRST_OFFSET,
+    "timestamp": ConsumeFromWhere.TIMESTAMP,
+}
+_MODELS = {"clustering": MessageModel.CLUSTERING, "broadcasting": MessageModel.BROADCASTING}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerOptions:
+    model: MessageModel = MessageModel.CLUSTERING
+    consume_from: ConsumeFromWhere = ConsumeFromWhere.LAST_OFFSET
+    consume_timestamp_ms: int | None = None
+    consume_batch_size: int = 1
+    pull_batch_size: int = 32
+    max_concurrency: int = 20
+    max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
+    flow: FlowLimits = field(default_factory=FlowLimits)
+    suspend_timeout_ms: int = 15_000  # BROKER_SUSPEND_MAX_TIME_MILLIS
+    pull_retry_delay_ms: float = 1000.0  # pullTimeDelayMillsWhenException
+    flow_control_delay_ms: float = 50.0
+    local_retry_delay_ms: float = 5000.0  # when send-back and its fallback both fail
+    persist_interval_ms: float = 5000.0
+    rebalance_interval_ms: float = 20_000.0
+    heartbeat_interval_ms: float = 30_000.0
+    close_timeout_ms: float = 10_000.0
+    connect_timeout_ms: float = 3000.0
+
+    @classmethod
+    def build(
+        cls, *, model: str = "clustering", consume_from: str | int = "last", **values: object
+    ) -> ConsumerOptions:
+        """Options from user-facing values: ``model`` is ``"clustering"`` or
+        ``"broadcasting"``; ``consume_from`` is ``"last"``, ``"first"`` or a wall-clock
+        timestamp in ms."""
+        chosen_model = _MODELS.get(model)
+        if chosen_model is None:
+            raise InvalidOptionError(
+                f"model={model!r}: use 'clustering' (each message to one member of the group) "
+                "or 'broadcasting' (to every member)"
+            )
+        timestamp: int | None = None
+        if isinstance(consume_from, bool) or not isinstance(consume_from, (str, int)):
+            raise InvalidOptionError(f"consume_from={consume_from!r}: 'last', 'first' or ms")
+        if isinstance(consume_from, int):
+            where, timestamp = ConsumeFromWhere.TIMESTAMP, consume_from
+        elif consume_from in ("last", "first"):
+            where = _CONSUME_FROM[consume_from]
+        else:
+            raise InvalidOptionError(
+                f"consume_from={consume_from!r}: 'last', 'first', or a timestamp in ms"
+            )
+        flow = FlowLimits(
+            max_messages=_positive(values.pop("max_cached_messages", 1000), "max_cached_messages"),
+            max_bytes=_positive(
+                values.pop("max_cached_bytes", 100 * 1024 * 1024), "max_cached_bytes"
+            ),
+            max_span=_positive(values.pop("max_span", 2000), "max_span"),
+        )
+        for name in ("consume_batch_size", "pull_batch_size", "max_concurrency"):
+            if name in values:
+                _positive(values[name], name)
+        if "max_reconsume_times" in values:
+            _non_negative(values["max_reconsume_times"], "max_reconsume_times")
+        try:
+            return cls(
+                model=chosen_model,
+                consume_from=where,
+                consume_timestamp_ms=timestamp,
+                flow=flow,
+                **values,  # type: ignore[arg-type]
+            )
+        except TypeError as exc:
+            raise InvalidOptionError(f"unknown consumer option: {exc}") from None
+
+
+def _positive(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidOptionError(f"{name}={value!r}: must be an integer >= 1")
+    return value
+
+
+def _non_negative(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidOptionError(f"{name}={value!r}: must be an integer >= 0")
+    return value

@@ -1,0 +1,364 @@
+"""``PushConsumer``: subscribe, and a listener is called with the messages that arrive.
+
+Lifecycle: ``start`` fetches routes, heartbeats (the broker creates ``%RETRY%<group>``)
+and rebalances; background loops then rebalance (every 20 s and on
+NOTIFY_CONSUMER_IDS_CHANGED), heartbeat (30 s) and persist offsets (5 s). ``aclose``
+stops pulling, lets batches in flight finish within ``close_timeout_ms``, persists
+offsets and unregisters.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from types import TracebackType
+
+import anyio
+from anyio.abc import TaskGroup
+
+from producer._client.clock import Clock, LoopClock
+from producer._client.host import local_ipv4
+from producer._client.remoting import RemotingClient
+from producer._client.routes import RouteTable, parse_namesrv
+from producer._consume.allocate import allocate_averagely
+from producer._consume.decisions import StartFrom, start_from
+from producer._consume.message import retry_topic
+from producer._consume.offsets import OffsetTable
+from producer._consume.process_queue import ProcessQueue
+from producer._remoting.acl import Credentials, signer_for
+from producer._remoting.codes import RequestCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.consumer_requests import ConsumerData, MessageModel
+from producer._remoting.message import MessageQueue
+from producer._remoting.subscription import Subscription, parse_subscription
+from producer._remoting.validation import check_group
+from producer._transport import ConnectionPool, Runtime, current_runtime
+from producer._transport.base import client_tls
+from producer.consumer._broker_api import BrokerApi
+from producer.consumer._options import ConsumerOptions
+from producer.consumer._queue_worker import Consumption, Listener, QueueWorker
+from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
+
+log = logging.getLogger("producer.consumer")
+
+
+class PushConsumer:
+    """A push consumer of one group (clustering by default).
+
+    ``listener(messages)`` or ``listener(messages, context)`` - plain or ``async`` -
+    returns :class:`ConsumeStatus`; an exception counts as RECONSUME_LATER. Plain
+    functions run in worker threads (up to ``max_concurrency`` at once), so they may block.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | list[str],
+        *,
+        listener: Listener | None = None,
+        model: str = "clustering",
+        consume_from: str | int = "last",
+        instance_name: str | None = None,
+        credentials: Credentials | None = None,
+        ssl: object = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        **options: object,
+    ) -> None:
+        check_group(group)
+        self.group = group
+        self.namesrv_addrs = parse_namesrv(namesrv)
+        self.options = ConsumerOptions.build(model=model, consume_from=consume_from, **options)
+        self.listener = listener
+        self.client_id = f"{local_ipv4()}@{instance_name or os.getpid()}"
+        self._signer = signer_for(credentials)
+        self._tls = client_tls(ssl)
+        self._given_clock = clock
+        self._rng = rng or random.Random()
+        self._subscriptions: dict[str, Subscription] = {}
+        self._versions: dict[str, int] = {}
+        self._workers: dict[MessageQueue, QueueWorker] = {}
+        self.offsets = OffsetTable()
+        self._state = "new"
+        self._rebalance_wanted = anyio.Event()
+        self._tg: TaskGroup | None = None
+        self._pool: ConnectionPool | None = None
+        self._api: BrokerApi | None = None
+        self._consumption: Consumption | None = None
+        self._clock: Clock | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"PushConsumer({self.group!r}, {self._state}, topics={sorted(self._subscriptions)}, "
+            f"queues={len(self._workers)})"
+        )
+
+    # -- set-up --------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume ``topic``'s messages whose tag is in ``"TagA || TagB"`` (``*``: all)."""
+        if self._state != "new":
+            raise LocalProtocolError("subscribe() before start()")
+        if not isinstance(topic, str) or not topic.strip():
+            raise InvalidOptionError(f"topic={topic!r}: a non-empty topic name")
+        self._subscriptions[topic] = parse_subscription(topic, expression)
+
+    @property
+    def assigned_queues(self) -> list[MessageQueue]:
+        return sorted(self._workers, key=lambda q: (q.topic, q.broker_name, q.queue_id))
+
+    @property
+    def stats(self) -> dict[str, int]:
+        c = self._consumption
+        return {
+            "consumed": 0 if c is None else c.consumed,
+            "sent_back": 0 if c is None else c.sent_back,
+            "in_flight": 0 if c is None else c.in_flight,
+            "held": sum(len(w.pq) for w in self._workers.values()),
+        }
+
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        if self._state != "new":
+            raise LocalProtocolError(f"start() on a {self._state} consumer")
+        if self.listener is None:
+            raise InvalidOptionError("no listener: PushConsumer(..., listener=fn)")
+        if not self._subscriptions:
+            raise InvalidOptionError("nothing subscribed: call subscribe(topic) before start()")
+        if self.options.model is MessageModel.CLUSTERING:
+            self._subscriptions.setdefault(
+                retry_topic(self.group), parse_subscription(retry_topic(self.group), "*")
+            )
+        runtime = current_runtime()
+        self._clock = self._given_clock or LoopClock(runtime.loop_time)
+        await self._open(runtime)
+        self._state = "running"
+        for topic in self._subscriptions:
+            self._versions[topic] = self._clock.wall_ms()
+        await self._refresh_routes()
+        assert self._api is not None and self._tg is not None
+        await self._api.heartbeat(self._consumer_data())
+        await self._rebalance()
+        self._tg.start_soon(self._rebalance_loop)
+        self._tg.start_soon(self._every, self.options.heartbeat_interval_ms, self._heartbeat)
+        self._tg.start_soon(self._every, self.options.persist_interval_ms, self._persist)
+
+    async def _open(self, runtime: Runtime) -> None:
+        assert self._clock is not None and self.listener is not None
+        pool = ConnectionPool(
+            runtime.connector(ssl=self._tls, handler=self._serve),
+            connect_timeout_ms=self.options.connect_timeout_ms,
+        )
+        await pool.__aenter__()
+        self._pool = pool
+        client = RemotingClient(
+            pool,
+            self._clock,
+            connect_timeout_ms=self.options.connect_timeout_ms,
+            outgoing=() if self._signer is None else (self._signer,),
+        )
+        routes = RouteTable(
+            self.namesrv_addrs, client, self._clock, self._rng, auto_create_topic=False
+        )
+        self._api = BrokerApi(
+            group=self.group,
+            client_id=self.client_id,
+            client=client,
+            routes=routes,
+            clock=self._clock,
+            rng=self._rng,
+        )
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._consumption = Consumption(
+            self.listener,
+            api=self._api,
+            offsets=self.offsets,
+            options=self.options,
+            tg=self._tg,
+            now_ms=self._clock.monotonic_ms,
+        )
+
+    def _serve(self, address: str, request: RemotingCommand) -> RemotingCommand | None:
+        """Requests the broker starts: NOTIFY_CONSUMER_IDS_CHANGED asks for a rebalance."""
+        if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            self._rebalance_wanted.set()
+            return None
+        from producer._remoting.request_table import not_supported
+
+        return not_supported(address, request)
+
+    def _consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            self.group,
+            self.options.model,
+            self.options.consume_from,
+            tuple(self._subscriptions.values()),
+            dict(self._versions),
+        )
+
+    # -- background ----------------------------------------------------------------------
+
+    async def _every(self, interval_ms: float, job: object) -> None:
+        while True:
+            await anyio.sleep(interval_ms / 1000.0)
+            try:
+                await job()  # type: ignore[operator]
+            except ProducerError as exc:
+                log.warning("%s: %s failed: %s", self.group, job, exc)
+
+    async def _heartbeat(self) -> None:
+        assert self._api is not None
+        await self._refresh_routes()
+        await self._api.heartbeat(self._consumer_data())
+
+    async def _persist(self) -> None:
+        assert self._api is not None
+        for queue, offset in self.offsets.to_persist(set(self._workers)).items():
+            try:
+                await self._api.persist(queue, offset)
+            except ProducerError as exc:
+                log.debug("persisting %s failed: %s", queue, exc)
+
+    async def _rebalance_loop(self) -> None:
+        while True:
+            with anyio.move_on_after(self.options.rebalance_interval_ms / 1000.0):
+                await self._rebalance_wanted.wait()
+            self._rebalance_wanted = anyio.Event()
+            await self._refresh_routes()
+            await self._rebalance()
+
+    async def _refresh_routes(self) -> None:
+        assert self._api is not None
+        for topic in self._subscriptions:
+            try:
+                await self._api.refresh(topic)
+            except ProducerError as exc:
+                log.debug("route of %s: %s", topic, exc)
+
+    # -- rebalance -----------------------------------------------------------------------
+
+    async def _rebalance(self) -> None:
+        changed = False
+        for topic in list(self._subscriptions):
+            try:
+                changed |= await self._rebalance_topic(topic)
+            except ProducerError as exc:
+                log.info("%s: rebalance of %s skipped: %s", self.group, topic, exc)
+        if changed:
+            assert self._api is not None
+            await self._api.heartbeat(self._consumer_data())
+
+    async def _rebalance_topic(self, topic: str) -> bool:
+        assert self._api is not None and self._clock is not None
+        queues = self._api.cached(topic)
+        if queues is None:
+            return False
+        if self.options.model is MessageModel.BROADCASTING:
+            mine = set(queues.queues)
+        else:
+            members = await self._api.consumer_ids(topic)
+            if not members:
+                return False
+            mine = set(allocate_averagely(queues.queues, members, self.client_id))
+        current = {q for q in self._workers if q.topic == topic}
+        for queue in current - mine:
+            await self._give_up(queue)
+        added = [q for q in mine - current if await self._take(q)]
+        if current != mine:
+            self._versions[topic] = max(self._clock.wall_ms(), self._versions[topic] + 1)
+        return bool(added) or current != mine
+
+    async def _take(self, queue: MessageQueue) -> bool:
+        assert self._api is not None and self._tg is not None and self._consumption is not None
+        try:
+            offset = await self._start_offset(queue)
+        except ProducerError as exc:
+            log.info("%s: cannot start %s yet: %s", self.group, queue, exc)
+            return False
+        self.offsets.update(queue, offset, increase_only=False)
+        worker = QueueWorker(
+            ProcessQueue(queue),
+            offset,
+            subscription=self._subscriptions[queue.topic],
+            sub_version=lambda: self._versions[queue.topic],
+            api=self._api,
+            offsets=self.offsets,
+            consumption=self._consumption,
+            options=self.options,
+        )
+        self._workers[queue] = worker
+        self._tg.start_soon(worker.run)
+        return True
+
+    async def _start_offset(self, queue: MessageQueue) -> int:
+        assert self._api is not None
+        stored = await self._api.query_offset(queue)
+        where = start_from(stored, self.options.consume_from, queue.topic)
+        if where is StartFrom.STORED:
+            assert stored is not None
+            return stored
+        if where is StartFrom.ZERO:
+            return 0
+        if where is StartFrom.MAX_OFFSET:
+            return await self._api.max_offset(queue)
+        timestamp = self.options.consume_timestamp_ms or 0
+        return await self._api.search_offset(queue, timestamp)
+
+    async def _give_up(self, queue: MessageQueue) -> None:
+        """Stop pulling ``queue``; persist its offset once (another member takes it next)."""
+        assert self._api is not None
+        worker = self._workers.pop(queue)
+        worker.pq.dropped = True
+        worker.stop()
+        offset = self.offsets.remove(queue)
+        if offset is not None:
+            try:
+                await self._api.persist(queue, offset)
+            except ProducerError as exc:
+                log.debug("persisting %s on hand-over failed: %s", queue, exc)
+
+    # -- shutdown ------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Stop pulling, finish batches in flight (up to ``close_timeout_ms``), commit
+        offsets (waiting for the broker's answer), unregister, close connections."""
+        if self._state in ("closing", "closed"):
+            return
+        if self._state == "new":
+            self._state = "closed"
+            return
+        self._state = "closing"
+        assert self._tg is not None and self._pool is not None and self._api is not None
+        assert self._consumption is not None
+        for worker in self._workers.values():
+            worker.stop()
+        timeout_s = self.options.close_timeout_ms / 1000.0
+        with anyio.move_on_after(timeout_s, shield=True):
+            await self._consumption.wait_idle()
+        for worker in self._workers.values():
+            worker.pq.dropped = True  # anything still running is discarded, not committed
+        with anyio.move_on_after(timeout_s, shield=True):
+            for queue, offset in self.offsets.to_persist(set(self._workers)).items():
+                try:
+                    await self._api.persist(queue, offset, oneway=False)
+                except ProducerError as exc:
+                    log.warning("final offset of %s not stored: %s", queue, exc)
+            await self._api.unregister(self.options.connect_timeout_ms)
+        self._tg.cancel_scope.cancel()
+        await self._tg.__aexit__(None, None, None)
+        await self._pool.__aexit__(None, None, None)
+        self._workers.clear()
+        self._state = "closed"

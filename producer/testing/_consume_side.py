@@ -1,0 +1,430 @@
+"""A broker's consumer side, as 4.9.4 answers it (CONSUMER.md 1 and 3; no I/O).
+
+Requests: PULL_MESSAGE (checks in the broker's order, tag-hash filtering, long polling,
+offsets piggy-backed on pulls), QUERY/UPDATE_CONSUMER_OFFSET, GET_MIN_OFFSET,
+SEARCH_OFFSET_BY_TIMESTAMP, GET_CONSUMER_LIST_BY_GROUP, CONSUMER_SEND_MSG_BACK,
+LOCK/UNLOCK_BATCH_MQ; heartbeats register consumers, create ``%RETRY%<group>`` and
+notify the group (NOTIFY_CONSUMER_IDS_CHANGED, a oneway request the broker starts).
+Puts with ``DELAY`` go through :class:`~producer.testing._schedule.DelaySchedule`.
+
+The shell calls :meth:`ConsumeSide.tick` periodically: due delayed messages are
+delivered, held pulls past their deadline answered, silent consumers expired.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import msgspec
+
+from producer._remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.consumer_requests import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from producer._remoting.delay_levels import DelayLevels
+from producer._remoting.frame import encode_frame
+from producer._remoting.properties import (
+    DELAY,
+    ORIGIN_MESSAGE_ID,
+    REAL_QUEUE_ID,
+    REAL_TOPIC,
+    RETRY_TOPIC,
+    WAIT,
+)
+from producer._remoting.store_record import encode_record
+from producer._remoting.subscription import Subscription, parse_subscription
+from producer.testing._consume_fields import (
+    ConsumerDataWire,
+    Refused,
+    get_messages,
+    group_queue,
+    int_field,
+    int_or_zero,
+    lock_answer,
+    need,
+    offset_answer,
+    pending_copy,
+    pulled_record,
+    registered_subscription,
+)
+from producer.testing._groups import (
+    ConsumerOffsets,
+    ConsumerRegistry,
+    LockTable,
+    RegisteredConsumer,
+)
+from producer.testing._schedule import SCHEDULE_TOPIC, DelaySchedule
+from producer.testing._server import Channel
+from producer.testing._store import (
+    PERM_READ,
+    PERM_WRITE,
+    BrokerStore,
+    PendingMessage,
+    StoredMessage,
+    TopicConfig,
+)
+
+__all__ = ["CONSUME_CODES", "ConsumeSide", "PutTarget"]
+
+RETRY_PREFIX, DLQ_PREFIX = "%RETRY%", "%DLQ%"
+CONSUME_CODES = frozenset(
+    {
+        RequestCode.PULL_MESSAGE,
+        RequestCode.QUERY_CONSUMER_OFFSET,
+        RequestCode.UPDATE_CONSUMER_OFFSET,
+        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+        RequestCode.GET_MIN_OFFSET,
+        RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+        RequestCode.CONSUMER_SEND_MSG_BACK,
+        RequestCode.LOCK_BATCH_MQ,
+        RequestCode.UNLOCK_BATCH_MQ,
+    }
+)
+VERSION_HONOURS_MAX_RECONSUME = 121  # MQVersion V3_4_9
+_REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
+_FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+
+class PutTarget(NamedTuple):
+    topic: str
+    queue_id: int
+
+
+@dataclass
+class _HeldPull:
+    request: RemotingCommand
+    channel: Channel
+    deadline_ms: float
+
+
+class ConsumeSide:
+    """One broker's consumer-facing state and request processing."""
+
+    def __init__(
+        self,
+        store: BrokerStore,
+        *,
+        broker_name: str,
+        clock_ms: Callable[[], int],
+        rng: random.Random,
+        delay_levels: DelayLevels,
+        create_topic: Callable[[TopicConfig], None],
+        put: Callable[[str, int, PendingMessage, bool], StoredMessage],
+    ) -> None:
+        self.store = store
+        self.broker_name = broker_name
+        self.registry = ConsumerRegistry()
+        self.locks = LockTable()
+        self.offsets = ConsumerOffsets()
+        self.schedule = DelaySchedule(delay_levels)
+        self._clock_ms = clock_ms
+        self._rng = rng
+        self._create_topic = create_topic
+        self._put = put
+        self._held: dict[tuple[str, int], list[_HeldPull]] = {}
+        self._opaques = itertools.count(1)
+        store.put_topic(TopicConfig(SCHEDULE_TOPIC, 18, 18, PERM_READ | PERM_WRITE))
+        store.on_append = self._wake
+
+    def __repr__(self) -> str:
+        held = sum(len(v) for v in self._held.values())
+        return f"ConsumeSide({self.registry!r}, held_pulls={held}, {self.schedule!r})"
+
+    # -- dispatch ------------------------------------------------------------------------
+
+    def process(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
+        """The answer to a consumer request, or ``None`` for a pull held for long polling."""
+        try:
+            return self._dispatch(request, channel)
+        except Refused as refused:
+            return request.make_response(refused.code, remark=refused.remark)
+
+    def _dispatch(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
+        code = request.code
+        if code == RequestCode.PULL_MESSAGE:
+            return self._pull(request, channel, allow_suspend=True)
+        if code == RequestCode.QUERY_CONSUMER_OFFSET:
+            return self._query_offset(request)
+        if code == RequestCode.UPDATE_CONSUMER_OFFSET:
+            group, topic, queue_id = group_queue(request)
+            self.offsets.commit(group, topic, queue_id, int_field(request, "commitOffset"))
+            return request.make_response(ResponseCode.SUCCESS, ext_fields={})
+        if code == RequestCode.GET_MIN_OFFSET:
+            need(request, "topic")
+            return offset_answer(request, 0)
+        if code == RequestCode.SEARCH_OFFSET_BY_TIMESTAMP:
+            topic, queue_id = need(request, "topic"), int_field(request, "queueId")
+            found = self.store.offset_by_time(topic, queue_id, int_field(request, "timestamp"))
+            return offset_answer(request, found)
+        if code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
+            return self._consumer_list(request)
+        if code == RequestCode.CONSUMER_SEND_MSG_BACK:
+            return self._send_back(request)
+        return lock_answer(request, self.locks, self._clock_ms())
+
+    # -- membership ----------------------------------------------------------------------
+
+    def heartbeat(self, client_id: str, consumers: Sequence[object], channel: Channel) -> None:
+        """Register the heartbeat's consumer groups; notify groups whose membership changed."""
+        now = self._clock_ms()
+        for raw in consumers:
+            try:
+                data = msgspec.convert(raw, ConsumerDataWire)
+            except msgspec.ValidationError:
+                continue
+            group = self.registry.group(data.groupName)
+            assert group is not None
+            self._ensure_topic(f"{RETRY_PREFIX}{data.groupName}", group.retry_queue_nums)
+            consumer = RegisteredConsumer(
+                client_id,
+                channel,
+                data.messageModel,
+                {s.topic: (registered_subscription(s), s.subVersion) for s in data.subscriptions},
+                now,
+            )
+            if self.registry.register(data.groupName, consumer):
+                self.notify(data.groupName)
+
+    def unregister(self, group: str, client_id: str) -> None:
+        if self.registry.unregister(group, client_id):
+            self.notify(group)
+
+    def channel_closed(self, channel: Channel) -> None:
+        for group in self.registry.drop_channel(channel):
+            self.notify(group)
+        for key, held in list(self._held.items()):
+            self._held[key] = [h for h in held if h.channel is not channel]
+
+    def notify(self, group: str) -> None:
+        """NOTIFY_CONSUMER_IDS_CHANGED to every member (oneway, the broker's own opaque)."""
+        for member in self.registry.members(group):
+            command = RemotingCommand(
+                RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                opaque=next(self._opaques),
+                flag=FLAG_ONEWAY,
+                ext_fields={"consumerGroup": group},
+            )
+            if member.channel.is_open:
+                member.channel.write(encode_frame(command))
+
+    def _consumer_list(self, request: RemotingCommand) -> RemotingCommand:
+        group = need(request, "consumerGroup")
+        ids = self.registry.client_ids(group)
+        if not ids:
+            raise Refused(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+        body = msgspec.json.encode({"consumerIdList": ids})
+        return request.make_response(ResponseCode.SUCCESS, ext_fields={}, body=body)
+
+    # -- offsets -------------------------------------------------------------------------
+
+    def _query_offset(self, request: RemotingCommand) -> RemotingCommand:
+        group, topic, queue_id = group_queue(request)
+        stored = self.offsets.query(group, topic, queue_id)
+        if stored is None:
+            # 4.9.4 answers 0 while queue offset 0 is still in memory: on any young topic.
+            stored = 0
+        return offset_answer(request, stored)
+
+    # -- pulls ---------------------------------------------------------------------------
+
+    def _pull(
+        self, request: RemotingCommand, channel: Channel, *, allow_suspend: bool
+    ) -> RemotingCommand | None:
+        group, topic, queue_id = group_queue(request)
+        offset = int_field(request, "queueOffset")
+        max_count = max(1, int_field(request, "maxMsgNums"))
+        sys_flag = int_field(request, "sysFlag")
+        self._pull_checks(group, topic, queue_id)
+        subscription = self._pull_subscription(request, group, topic, sys_flag)
+        code, status, next_offset, found = get_messages(
+            self.store, topic, queue_id, offset, max_count, subscription
+        )
+        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
+            self.offsets.commit(group, topic, queue_id, int_field(request, "commitOffset"))
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
+            timeout = int_field(request, "suspendTimeoutMillis")
+            held = _HeldPull(request, channel, self._clock_ms() + timeout)
+            self._held.setdefault((topic, queue_id), []).append(held)
+            return None
+        fields = {
+            "suggestWhichBrokerId": "0",
+            "nextBeginOffset": str(next_offset),
+            "minOffset": "0",
+            "maxOffset": str(self.store.max_offset(topic, queue_id)),
+        }
+        body = b"".join(encode_record(pulled_record(m)) for m in found)
+        return request.make_response(code, ext_fields=fields, body=body, remark=status)
+
+    def _pull_checks(self, group: str, topic: str, queue_id: int) -> None:
+        config = self.registry.group(group)
+        assert config is not None  # auto-created, as autoCreateSubscriptionGroup=true
+        if not config.consume_enable:
+            raise Refused(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        topic_config = self.store.topic(topic)
+        if topic_config is None:
+            raise Refused(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
+            )
+        if not topic_config.perm & PERM_READ:
+            raise Refused(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
+            )
+        if not 0 <= queue_id < topic_config.read_queue_nums:
+            raise Refused(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] "
+                f"topicConfig.readQueueNums:[{topic_config.read_queue_nums}] consumer:[?]",
+            )
+
+    def _pull_subscription(
+        self, request: RemotingCommand, group: str, topic: str, sys_flag: int
+    ) -> Subscription:
+        if sys_flag & FLAG_SUBSCRIPTION:
+            return parse_subscription(topic, request.field("subscription"))
+        if not self.registry.is_registered(group):
+            raise Refused(
+                ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist{_FAQ}"
+            )
+        found = self.registry.subscription(group, topic)
+        if found is None:
+            raise Refused(
+                ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist{_FAQ}"
+            )
+        if found[1] < int_field(request, "subVersion"):
+            raise Refused(
+                ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
+            )
+        return found[0]
+
+    def _wake(self, topic: str, queue_id: int) -> None:
+        """A message arrived: re-run the pulls held on its queue (no suspend this time)."""
+        held = self._held.pop((topic, queue_id), None)
+        for pull in held or ():
+            self._answer_held(pull)
+
+    def _answer_held(self, pull: _HeldPull) -> None:
+        if not pull.channel.is_open:
+            return
+        response = self._rerun(pull)
+        if response is not None:
+            pull.channel.write(encode_frame(response))
+
+    def _rerun(self, pull: _HeldPull) -> RemotingCommand | None:
+        try:
+            return self._pull(pull.request, pull.channel, allow_suspend=False)
+        except Refused as refused:
+            return pull.request.make_response(refused.code, remark=refused.remark)
+
+    # -- time ----------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Deliver due delayed messages, answer expired held pulls, expire silent members."""
+        now = self._clock_ms()
+        for commit_offset in self.schedule.due(now):
+            self._deliver(commit_offset)
+        for key, held in list(self._held.items()):
+            expired = [h for h in held if h.deadline_ms <= now]
+            if expired:
+                self._held[key] = [h for h in held if h.deadline_ms > now]
+                for pull in expired:
+                    self._answer_held(pull)
+        for group in self.registry.expire(now):
+            self.notify(group)
+
+    # -- delayed puts --------------------------------------------------------------------
+
+    def put_target(self, topic: str, queue_id: int, pending: PendingMessage) -> PutTarget:
+        """Where a put really goes: ``DELAY`` > 0 diverts it to the schedule topic
+        (``REAL_TOPIC``/``REAL_QID`` added, as ``CommitLog.asyncPutMessage`` does)."""
+        level = int_or_zero(pending.properties.get(DELAY))
+        if level <= 0 or topic == SCHEDULE_TOPIC:
+            return PutTarget(topic, queue_id)
+        level = self.schedule.levels.clamp(level)
+        props = pending.properties
+        assert isinstance(props, dict)
+        props[REAL_TOPIC] = topic
+        props[REAL_QUEUE_ID] = str(queue_id)
+        return PutTarget(SCHEDULE_TOPIC, level - 1)
+
+    def scheduled(self, stored: StoredMessage) -> None:
+        """Record a message just stored in the schedule topic."""
+        level = stored.queue_id + 1
+        self.schedule.add(level, stored.commit_log_offset, stored.store_timestamp)
+
+    def _deliver(self, commit_offset: int) -> None:
+        """``messageTimeup``: put the real message; its properties keep ``DELAY`` and
+        ``REAL_*`` (the string is built before DELAY is cleared, CONSUMER.md 3.3)."""
+        message = self.store.message_at(commit_offset)
+        if message is None:
+            return
+        props = dict(message.properties)
+        topic = props.get(REAL_TOPIC, message.topic)
+        queue_id = int_or_zero(props.get(REAL_QUEUE_ID))
+        self._put(topic, queue_id, pending_copy(message, props, message.reconsume_times), False)
+
+    # -- send-back -----------------------------------------------------------------------
+
+    def _send_back(self, request: RemotingCommand) -> RemotingCommand:
+        """``asyncConsumerSendMsgBack``: to ``%RETRY%<group>`` after a delay, or the DLQ."""
+        group_name = need(request, "group")
+        commit_offset = int_field(request, "offset")
+        delay_level = int_field(request, "delayLevel")
+        group = self.registry.group(group_name)
+        assert group is not None
+        if group.retry_queue_nums <= 0:
+            return request.make_response(ResponseCode.SUCCESS)  # dropped, as 4.9.4 does
+        retry = f"{RETRY_PREFIX}{group_name}"
+        self._ensure_topic(retry, group.retry_queue_nums)
+        message = self.store.message_at(commit_offset)
+        if message is None:
+            raise Refused(
+                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {commit_offset}"
+            )
+        props = dict(message.properties)
+        props.setdefault(RETRY_TOPIC, message.topic)
+        props[WAIT] = "false"
+        max_times = group.retry_max_times
+        header_max = request.field("maxReconsumeTimes")
+        if request.version >= VERSION_HONOURS_MAX_RECONSUME and header_max is not None:
+            max_times = int(header_max)
+        if message.reconsume_times >= max_times or delay_level < 0:
+            topic, queue_id = f"{DLQ_PREFIX}{group_name}", 0
+            self._ensure_topic(topic, 1)
+            props[DELAY] = "0"
+        else:
+            topic = retry
+            queue_id = self._rng.randrange(group.retry_queue_nums)
+            level = delay_level if delay_level > 0 else 3 + message.reconsume_times
+            props[DELAY] = str(level)
+        props.setdefault(ORIGIN_MESSAGE_ID, message.offset_msg_id)
+        self._put(topic, queue_id, pending_copy(message, props, message.reconsume_times + 1), True)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def retry_send_target(
+        self, topic: str, reconsume_times: int, max_reconsume: int | None, version: int
+    ) -> PutTarget | None:
+        """``handleRetryAndDLQ`` for a SEND_MESSAGE_V2 to ``%RETRY%<group>``: the DLQ
+        once ``reconsume_times`` reaches the maximum, else ``None`` (store as sent)."""
+        if not topic.startswith(RETRY_PREFIX):
+            return None
+        group = self.registry.group(topic[len(RETRY_PREFIX) :])
+        assert group is not None
+        max_times = group.retry_max_times
+        if version >= VERSION_HONOURS_MAX_RECONSUME and max_reconsume is not None:
+            max_times = max_reconsume
+        if reconsume_times < max_times:
+            return None
+        dlq = f"{DLQ_PREFIX}{group.name}"
+        self._ensure_topic(dlq, 1)
+        return PutTarget(dlq, 0)
+
+    def _ensure_topic(self, name: str, queues: int) -> None:
+        if self.store.topic(name) is None:
+            config = TopicConfig(name, queues, queues, PERM_READ | PERM_WRITE)
+            self.store.put_topic(config)
+            self._create_topic(config)
+
+    # -- orderly locks -------------------------------------------------------------------

@@ -1,0 +1,209 @@
+"""The push consumer against the dev cluster: retries through %RETRY% with delay levels,
+the DLQ, partial acknowledgement, offsets that never pass a message in flight, and a
+rebalance between two members (CONSUMER.md 5.3 items 6-9, 13)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+import pytest
+
+from producer import Message, Producer
+from producer.consumer import ConsumeContext, ConsumeStatus, PushConsumer, ReceivedMessage
+from producer.errors import InvalidOptionError, LocalProtocolError
+from producer.testing import DevCluster
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+FAST_LEVELS = " ".join(["100ms"] * 18)  # every delay level 100 ms: retries in a blink
+FAST = {"persist_interval_ms": 50, "rebalance_interval_ms": 500, "suspend_timeout_ms": 1000}
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[DevCluster]:
+    async with DevCluster(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
+        yield c
+
+
+async def publish(cluster: DevCluster, bodies: list[bytes], tags: str = "T") -> list[str]:
+    async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
+        return [(await producer.send(Message("Orders", b, tags=tags))).msg_id for b in bodies]
+
+
+async def until(condition: Callable[[], bool], seconds: float = 20.0) -> None:
+    with anyio.fail_after(seconds):
+        while not condition():  # noqa: ASYNC110 - state of another process-side task
+            await anyio.sleep(0.02)
+
+
+def consumer(cluster: DevCluster, listener: object, **options: object) -> PushConsumer:
+    c = PushConsumer(
+        "cg",
+        cluster.namesrv_addr,
+        listener=listener,  # type: ignore[arg-type]
+        consume_from="first",
+        **{**FAST, **options},
+    )
+    c.subscribe("Orders", "*")
+    return c
+
+
+async def test_reconsume_later_is_redelivered_through_the_retry_topic(cluster: DevCluster) -> None:
+    (msg_id,) = await publish(cluster, [b"flaky"])
+    deliveries: list[ReceivedMessage] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        deliveries.extend(messages)
+        return ConsumeStatus.RECONSUME_LATER if len(deliveries) < 3 else ConsumeStatus.SUCCESS
+
+    async with consumer(cluster, listener):
+        await until(lambda: len(deliveries) == 3)
+    assert [m.reconsume_times for m in deliveries] == [0, 1, 2]
+    assert {m.msg_id for m in deliveries} == {msg_id}  # UNIQ_KEY survives every hop
+    assert {m.topic for m in deliveries} == {"Orders"}  # the listener never sees %RETRY%
+    assert [m.queue.topic for m in deliveries][1:] == ["%RETRY%cg", "%RETRY%cg"]
+    copy = deliveries[1].properties
+    assert copy["RETRY_TOPIC"] == "Orders"
+    assert copy["ORIGIN_MESSAGE_ID"] == deliveries[0].offset_msg_id
+    assert copy["DELAY"] == "3" and copy["REAL_TOPIC"] == "%RETRY%cg"  # 3 + reconsumeTimes
+    assert deliveries[2].properties["DELAY"] == "4"
+
+
+async def test_an_exception_counts_as_reconsume_later(cluster: DevCluster) -> None:
+    await publish(cluster, [b"boom"])
+    calls: list[int] = []
+
+    async def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        calls.append(messages[0].reconsume_times)
+        if len(calls) == 1:
+            raise RuntimeError("listener bug")
+        return ConsumeStatus.SUCCESS
+
+    async with consumer(cluster, listener):
+        await until(lambda: len(calls) == 2)
+    assert calls == [0, 1]
+
+
+async def test_dead_letter_after_max_reconsume_times(cluster: DevCluster) -> None:
+    (msg_id,) = await publish(cluster, [b"poison"])
+    calls: list[int] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        calls.append(messages[0].reconsume_times)
+        return ConsumeStatus.RECONSUME_LATER
+
+    async with consumer(cluster, listener, max_reconsume_times=1):
+        await until(lambda: len(cluster.messages("%DLQ%cg")) == 1)
+        await anyio.sleep(0.3)  # nothing more is delivered once it is dead
+    assert calls == [0, 1]  # delivered max + 1 times
+    (dead,) = cluster.messages("%DLQ%cg")
+    assert dead.uniq_key == msg_id and dead.reconsume_times == 2
+    assert dead.properties["DELAY"] == "0" and dead.properties["RETRY_TOPIC"] == "Orders"
+
+
+async def test_delay_level_minus_one_goes_straight_to_the_dlq(cluster: DevCluster) -> None:
+    await publish(cluster, [b"hopeless"])
+    calls: list[int] = []
+
+    def listener(messages: list[ReceivedMessage], context: ConsumeContext) -> ConsumeStatus:
+        calls.append(messages[0].reconsume_times)
+        context.delay_level = -1
+        return ConsumeStatus.RECONSUME_LATER
+
+    async with consumer(cluster, listener):
+        await until(lambda: len(cluster.messages("%DLQ%cg")) == 1)
+    assert calls == [0]
+    assert cluster.messages("%RETRY%cg") == []
+
+
+async def test_ack_index_retries_only_the_rest_of_the_batch(cluster: DevCluster) -> None:
+    async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
+        for body in (b"a", b"b", b"c", b"d"):
+            await producer.send(Message("Orders", body), order_key="one-queue")
+    seen: list[tuple[bytes, int]] = []
+
+    def listener(messages: list[ReceivedMessage], context: ConsumeContext) -> ConsumeStatus:
+        seen.extend((m.body, m.reconsume_times) for m in messages)
+        context.ack_index = 1  # a and b done; c and d retried
+        return ConsumeStatus.SUCCESS
+
+    async with consumer(cluster, listener, consume_batch_size=4):
+        await until(lambda: len(seen) >= 6)
+    assert sorted(seen) == [(b"a", 0), (b"b", 0), (b"c", 0), (b"c", 1), (b"d", 0), (b"d", 1)]
+
+
+async def test_committed_offset_never_passes_a_message_in_flight(cluster: DevCluster) -> None:
+    async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
+        results = [
+            await producer.send(Message("Orders", f"m{i}".encode()), order_key="one-queue")
+            for i in range(10)
+        ]
+    queue = results[0].queue
+    slow = results[3].queue_offset
+    release = anyio.Event()
+    done: list[int] = []
+
+    async def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        if messages[0].queue_offset == slow:
+            await release.wait()
+        done.append(messages[0].queue_offset)
+        return ConsumeStatus.SUCCESS
+
+    def committed() -> int | None:
+        return cluster.consumer_offsets(queue.broker_name).get("Orders@cg", {}).get(queue.queue_id)
+
+    async with consumer(cluster, listener):
+        await until(lambda: len(done) == 9)
+        await until(lambda: committed() == slow)
+        await anyio.sleep(0.2)  # several persist rounds later it still waits for the slow one
+        assert committed() == slow
+        release.set()
+        await until(lambda: committed() == results[-1].queue_offset + 1)
+
+
+async def test_two_members_split_the_queues_and_consume_everything(cluster: DevCluster) -> None:
+    ids = set(await publish(cluster, [f"m{i}".encode() for i in range(40)]))
+    seen: dict[str, set[str]] = {"one": set(), "two": set()}
+
+    def member(name: str) -> PushConsumer:
+        def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+            seen[name].update(m.msg_id for m in messages)
+            return ConsumeStatus.SUCCESS
+
+        c = PushConsumer(
+            "cg", cluster.namesrv_addr, listener=listener, consume_from="first",
+            instance_name=name, **FAST,
+        )  # fmt: skip
+        c.subscribe("Orders")
+        return c
+
+    async with member("one") as one, member("two") as two:
+
+        def split() -> bool:
+            a = {q for q in one.assigned_queues if q.topic == "Orders"}
+            b = {q for q in two.assigned_queues if q.topic == "Orders"}
+            return len(a) == len(b) == 2 and not a & b
+
+        await until(split)
+        await until(lambda: seen["one"] | seen["two"] == ids)
+
+
+async def test_bad_setup_is_refused_with_the_fix() -> None:
+    with pytest.raises(InvalidOptionError, match="clustering"):
+        PushConsumer("g", "127.0.0.1:9876", model="fanout")
+    with pytest.raises(InvalidOptionError, match="consume_from"):
+        PushConsumer("g", "127.0.0.1:9876", consume_from="middle")
+    with pytest.raises(InvalidOptionError, match="max_concurrency"):
+        PushConsumer("g", "127.0.0.1:9876", max_concurrency=0)
+    c = PushConsumer("g", "127.0.0.1:9876")
+    with pytest.raises(InvalidOptionError, match="listener"):
+        await c.start()
+    c = PushConsumer("g", "127.0.0.1:9876", listener=lambda m: ConsumeStatus.SUCCESS)
+    with pytest.raises(InvalidOptionError, match="subscribe"):
+        await c.start()
+    with pytest.raises(InvalidOptionError, match="topic"):
+        c.subscribe("")
+    await c.aclose()
+    with pytest.raises(LocalProtocolError):
+        c.subscribe("Orders")
