@@ -207,3 +207,30 @@ async def test_bad_setup_is_refused_with_the_fix() -> None:
     await c.aclose()
     with pytest.raises(LocalProtocolError):
         c.subscribe("Orders")
+
+
+async def test_a_failed_send_back_falls_back_to_sending_to_the_retry_topic(
+    cluster: DevCluster,
+) -> None:
+    (msg_id,) = await publish(cluster, [b"orphan"])
+    deliveries: list[ReceivedMessage] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        deliveries.extend(messages)
+        if len(deliveries) == 1:
+            # The broker can no longer find the record by its commit-log offset (as when
+            # the file was removed): CONSUMER_SEND_MSG_BACK answers SYSTEM_ERROR.
+            broker = cluster._handlers[messages[0].queue.broker_name]
+            broker.store._by_commit_offset.clear()  # type: ignore[union-attr]
+            return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus.SUCCESS
+
+    async with consumer(cluster, listener):
+        await until(lambda: len(deliveries) == 2)
+    retried = deliveries[1]
+    assert retried.msg_id == msg_id and retried.topic == "Orders"
+    assert retried.reconsume_times == 1
+    assert retried.properties["RECONSUME_TIME"] == "1"
+    assert retried.properties["MAX_RECONSUME_TIMES"] == "16"
+    assert retried.properties["DELAY"] == "3"  # 3 + reconsume_times, the user's level ignored
+    assert retried.properties["ORIGIN_MESSAGE_ID"] == msg_id
