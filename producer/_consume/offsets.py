@@ -14,14 +14,13 @@ class OffsetTable:
     arrive out of order, and an older one must not move it back.
     """
 
-    __slots__ = ("_dirty", "_offsets")
+    __slots__ = ("_offsets",)
 
     def __init__(self) -> None:
         self._offsets: dict[MessageQueue, int] = {}
-        self._dirty: set[MessageQueue] = set()
 
     def __repr__(self) -> str:
-        return f"OffsetTable({len(self._offsets)} queues, {len(self._dirty)} unpersisted)"
+        return f"OffsetTable({len(self._offsets)} queues)"
 
     def read(self, queue: MessageQueue) -> int | None:
         return self._offsets.get(queue)
@@ -34,7 +33,6 @@ class OffsetTable:
         if current is not None and (offset == current or (increase_only and offset < current)):
             return False
         self._offsets[queue] = offset
-        self._dirty.add(queue)
         return True
 
     def to_persist(self, assigned: set[MessageQueue]) -> dict[MessageQueue, int]:
@@ -45,11 +43,8 @@ class OffsetTable:
         """
         for queue in [q for q in self._offsets if q not in assigned]:
             del self._offsets[queue]
-            self._dirty.discard(queue)
-        self._dirty.clear()
         return {q: o for q, o in self._offsets.items() if q in assigned}
 
     def remove(self, queue: MessageQueue) -> int | None:
         """Forget ``queue`` (given up); returns its last offset to persist once."""
-        self._dirty.discard(queue)
         return self._offsets.pop(queue, None)

@@ -25,8 +25,6 @@ class ProcessQueue:
         "_offsets",
         "body_bytes",
         "dropped",
-        "last_pull_ms",
-        "locked_until_ms",
         "queue",
         "queue_offset_max",
     )
@@ -38,8 +36,6 @@ class ProcessQueue:
         self.body_bytes = 0
         self.queue_offset_max = -1
         self.dropped = False
-        self.last_pull_ms = 0.0
-        self.locked_until_ms = 0.0
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -55,10 +51,6 @@ class ProcessQueue:
     def span(self) -> int:
         """Last held offset minus first (Java's ``getMaxSpan``); 0 when empty."""
         return self._offsets[-1] - self._offsets[0] if self._offsets else 0
-
-    @property
-    def first_offset(self) -> int | None:
-        return self._offsets[0] if self._offsets else None
 
     def put(self, messages: Iterable[ReceivedMessage]) -> list[ReceivedMessage]:
         """Hold newly pulled messages; returns those not already held (a re-pull after an
@@ -90,15 +82,3 @@ class ProcessQueue:
             index = bisect.bisect_left(self._offsets, message.queue_offset)
             del self._offsets[index]
         return self._offsets[0] if self._offsets else self.queue_offset_max + 1
-
-    def holds(self, message: ReceivedMessage) -> bool:
-        return self._messages.get(message.queue_offset) is message
-
-    def head(self, count: int) -> list[ReceivedMessage]:
-        """The ``count`` lowest-offset messages held (orderly takes them in order)."""
-        return [self._messages[offset] for offset in self._offsets[:count]]
-
-    def clear(self) -> None:
-        self._messages.clear()
-        self._offsets.clear()
-        self.body_bytes = 0

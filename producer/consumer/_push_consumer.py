@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 
 import anyio
@@ -31,6 +32,7 @@ from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import ConsumerData, MessageModel
 from producer._remoting.message import MessageQueue
+from producer._remoting.request_table import not_supported
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, Runtime, current_runtime
@@ -196,8 +198,6 @@ class PushConsumer:
         if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             self._rebalance_wanted.set()
             return None
-        from producer._remoting.request_table import not_supported
-
         return not_supported(address, request)
 
     def _consumer_data(self) -> ConsumerData:
@@ -211,11 +211,11 @@ class PushConsumer:
 
     # -- background ----------------------------------------------------------------------
 
-    async def _every(self, interval_ms: float, job: object) -> None:
+    async def _every(self, interval_ms: float, job: Callable[[], Awaitable[None]]) -> None:
         while True:
             await anyio.sleep(interval_ms / 1000.0)
             try:
-                await job()  # type: ignore[operator]
+                await job()
             except ProducerError as exc:
                 log.warning("%s: %s failed: %s", self.group, job, exc)
 

@@ -6,16 +6,14 @@ heartbeat consumer data and lock bodies; :func:`pulled_record` is what a pull re
 
 from __future__ import annotations
 
-import zlib
-
 import msgspec
 
 from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message import MessageQueue
-from producer._remoting.message_codec import is_compressed
+from producer._remoting.message_codec import compress_body, is_compressed
 from producer._remoting.properties import TAGS, encode_properties
-from producer._remoting.store_record import StoreRecord
+from producer._remoting.store_record import StoreRecord, body_crc
 from producer._remoting.subscription import Subscription, java_string_hash
 from producer.testing._groups import LockTable
 from producer.testing._store import BrokerStore, PendingMessage, StoredMessage, stored_size
@@ -118,7 +116,7 @@ def pulled_record(message: StoredMessage) -> StoreRecord:
     """The commit-log record a pull returns for ``message``."""
     body = message.body
     if is_compressed(message.sys_flag):
-        body = zlib.compress(body, 5)  # the store keeps bodies as the producer sent them
+        body, _ = compress_body(body, 0)  # the store keeps bodies inflated; re-deflate
     return StoreRecord(
         topic=message.topic,
         queue_id=message.queue_id,
@@ -133,7 +131,7 @@ def pulled_record(message: StoredMessage) -> StoreRecord:
         sys_flag=message.sys_flag,
         flag=message.flag,
         reconsume_times=message.reconsume_times,
-        body_crc=zlib.crc32(body) & 0x7FFFFFFF,
+        body_crc=body_crc(body),
     )
 
 

@@ -158,12 +158,6 @@ class LockTable:
             if held is not None and held[0] == client_id:
                 del self._locks[(group, queue)]
 
-    def owner(self, group: str, queue: MessageQueue, now_ms: float) -> str | None:
-        held = self._locks.get((group, queue))
-        if held is None or now_ms - held[1] > LOCK_EXPIRY_MS:
-            return None
-        return held[0]
-
 
 class ConsumerOffsets:
     """``ConsumerOffsetManager``: stores unconditionally (an update may move back)."""
