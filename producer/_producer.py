@@ -331,7 +331,7 @@ class Producer:
     ) -> SendResult:
         """One SEND_BATCH_MESSAGE for messages of one topic; ``result.msg_ids`` lists them."""
         self._check_open()
-        keys = [self._next_uniq_key() for _ in messages]
+        keys = [m.msg_id or self._next_uniq_key() for m in messages]
         prepared = self._factory.prepare_batch(list(messages), keys)
         return _answered(await self._run(SendJob(prepared, messages[0]), SendMode.SYNC, timeout_ms))
 
@@ -407,7 +407,7 @@ class Producer:
         self._check_open()
         if not isinstance(message, Message):
             raise LocalProtocolError(f"expected a producer.Message, got {type(message).__name__}")
-        return self._factory.prepare(message, self._next_uniq_key())
+        return self._factory.prepare(message, message.msg_id or self._next_uniq_key())
 
     async def _run(
         self, job: SendJob, mode: SendMode, timeout_ms: float | None

@@ -7,7 +7,9 @@ Each error says what is known about the message's fate:
 * ``Fate.UNKNOWN`` - the request was written and no answer came (timeout, connection
   lost after the write); the broker may have stored it.
 
-Errors raised by a send also carry ``attempts``: one :class:`AttemptRecord` per try.
+Errors raised by a send also carry ``attempts``: one :class:`AttemptRecord` per try, and
+``msg_id``: the ``UNIQ_KEY`` the message went out under. After ``Fate.UNKNOWN``, send it
+again as ``Message(..., msg_id=error.msg_id)`` and consumers can de-duplicate the copies.
 """
 
 from __future__ import annotations
@@ -117,6 +119,9 @@ class ProducerError(Exception):
         self.code = code
         self.fate = self.default_fate if fate is None else fate
         self.attempts: tuple[AttemptRecord, ...] = tuple(attempts)
+        # The UNIQ_KEY a failed send went out under (comma-joined for send_batch); None
+        # when it failed before it had one. Re-send under it when the fate is UNKNOWN.
+        self.msg_id: str | None = None
 
     @property
     def definitely_not_stored(self) -> bool:

@@ -16,6 +16,9 @@ class Message:
     one tag for server-side filtering; ``properties`` are user properties (names must
     not be RocketMQ's reserved ones). ``delay_level`` (1-18) asks for delayed delivery.
     ``wait_store_msg_ok`` is RocketMQ's ``WAIT`` property (sync store acknowledgement).
+    ``msg_id`` sends the message under this ``UNIQ_KEY`` instead of a fresh one, as Java
+    keeps a UNIQ_KEY a message already carries: re-publish a message whose fate was
+    unknown under its first ``msg_id`` and consumers can de-duplicate the two copies.
     """
 
     topic: str
@@ -26,6 +29,7 @@ class Message:
     delay_level: int | None = None
     wait_store_msg_ok: bool = True
     flag: int = 0
+    msg_id: str | None = None
 
     def __post_init__(self) -> None:
         # A str body has no single right encoding and a dict none at all: say so now,

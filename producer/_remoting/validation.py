@@ -41,6 +41,7 @@ TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 255
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 MAX_DELAY_LEVEL = 18
+MAX_MSG_ID_LENGTH = 128  # a Java UNIQ_KEY is 32 (IPv4) or 56 (IPv6) hex digits
 RETRY_TOPIC_PREFIX = "%RETRY%"
 DLQ_TOPIC_PREFIX = "%DLQ%"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
@@ -177,6 +178,17 @@ def check_flag(flag: object) -> None:
         raise MessageValidationError("flag", flag, "a 32-bit signed integer")
 
 
+def check_msg_id(msg_id: object) -> None:
+    """A preset ``UNIQ_KEY``: any non-blank string that fits a property value."""
+    if msg_id is None:
+        return
+    if not isinstance(msg_id, str) or not msg_id.strip():
+        raise MessageValidationError("msg_id", msg_id, "a non-blank string or None")
+    if len(msg_id) > MAX_MSG_ID_LENGTH:
+        raise MessageValidationError("msg_id", msg_id, f"at most {MAX_MSG_ID_LENGTH} characters")
+    _check_no_separators("msg_id", msg_id)
+
+
 def check_properties_size(encoded: str) -> None:
     """The whole properties string, as it will be sent, fits the broker's limit."""
     # Cheap bound first: UTF-8 needs at most 4 bytes per code point.
@@ -203,6 +215,7 @@ def _check_fields(message: Message, max_message_size: int) -> None:
     check_user_properties(message.properties)
     check_delay_level(message.delay_level)
     check_flag(message.flag)
+    check_msg_id(message.msg_id)
 
 
 def validate_batch(

@@ -102,6 +102,8 @@ class SendFuture:
     def set_error(self, error: ProducerError) -> None:
         if self.done():
             return
+        if self.msg_id:  # this caller's own id, also for a member of a transparent batch
+            error.msg_id = self.msg_id
         self._error = error
         self._wake()
         if self._on_exception is not None:

@@ -86,7 +86,11 @@ class Sender:
         started = self.clock.monotonic_ms()
         telemetry = self.telemetry
         if not telemetry.enabled(started):  # no OpenTelemetry SDK: not even no-op calls
-            return await self._run_limited(_Send(job, plan, ()), started)
+            try:
+                return await self._run_limited(_Send(job, plan, ()), started)
+            except ProducerError as exc:
+                _note_msg_id(exc, job)
+                raise
         topic = job.prepared.topic
         operation = plan.mode.value
         msg_ids = job.prepared.msg_id.split(",") if job.members else [job.prepared.msg_id]
@@ -98,6 +102,7 @@ class Sender:
             result = await self._run_limited(_Send(job, plan, spans), started)
         except ProducerError as exc:
             telemetry.finish_error(spans, topic, exc, self._seconds_since(started), len(msg_ids))
+            _note_msg_id(exc, job)
             raise
         except BaseException:
             for span in spans:
@@ -256,3 +261,8 @@ class Sender:
 
     def _seconds_since(self, started_ms: float) -> float:
         return (self.clock.monotonic_ms() - started_ms) / 1000.0
+
+
+def _note_msg_id(error: ProducerError, job: SendJob) -> None:
+    if error.msg_id is None:
+        error.msg_id = job.prepared.msg_id

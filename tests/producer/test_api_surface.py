@@ -83,6 +83,23 @@ async def test_batch_stores_every_message_with_its_id(cluster: DevClusterThread)
     assert len(result.offset_msg_id.split(",")) == 10
 
 
+async def test_a_preset_msg_id_is_sent_and_stored_as_the_uniq_key(
+    cluster: DevClusterThread,
+) -> None:
+    """Re-publishing under a first send's msg_id keeps it (as Java keeps a set UNIQ_KEY),
+    alone, in a batch, and next to messages that get fresh ids."""
+    first = "7F00000100002A9F0000000000000001"
+    async with make_producer(cluster) as p:
+        single = await p.send(Message(TOPIC, b"again", msg_id=first))
+        batch = await p.send_batch(
+            [Message(TOPIC, b"1", msg_id="batch-kept"), Message(TOPIC, b"2")]
+        )
+    assert single.msg_id == first
+    assert batch.msg_ids[0] == "batch-kept"
+    assert batch.msg_ids[1] not in (first, "batch-kept")
+    assert cluster.unique_msg_ids(TOPIC) == {first, "batch-kept", batch.msg_ids[1]}
+
+
 async def test_batch_of_mixed_topics_is_refused(cluster: DevClusterThread) -> None:
     async with make_producer(cluster) as p:
         with pytest.raises(MessageValidationError, match="topic"):

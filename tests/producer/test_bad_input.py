@@ -53,6 +53,8 @@ BAD_SENDS: dict[str, tuple[Call, type[Exception], str]] = {
         "no \\x01 or \\x02",
     ),
     "key not a string": (_send(keys=[1]), MessageValidationError, "key must be a non-empty"),
+    "blank msg_id": (_send(msg_id=" "), MessageValidationError, "msg_id must be a non-blank"),
+    "msg_id with a separator": (_send(msg_id="a\x02b"), MessageValidationError, "no \\x01"),
     "delay level 19": (_send(delay_level=19), MessageValidationError, "1..18"),
     "delay level -1": (_send(delay_level=-1), MessageValidationError, "1..18"),
     "batch mixing topics": (

@@ -160,6 +160,9 @@ async def test_a_refused_batch_gives_each_member_its_own_error(
     assert all(isinstance(e, BrokerError) and e.code == 3 for e in errors)
     assert len({id(e) for e in errors}) == 10
     assert all(len(e.attempts) == 1 and e.fate is Fate.NOT_STORED for e in errors)
+    ids = [e.msg_id for e in errors]  # each member's own UNIQ_KEY, not the batch's joined ids
+    assert len(set(ids)) == 10
+    assert all(i is not None and "," not in i for i in ids)
 
 
 async def test_cancelling_one_member_leaves_the_batch_to_the_others(

@@ -166,6 +166,33 @@ async def test_s2_blackholed_cluster_fails_with_send_timeout_within_budget(
     assert info.value.fate is Fate.UNKNOWN  # written, never answered
 
 
+async def test_an_unknown_fate_resent_under_the_errors_msg_id_is_one_message(
+    cluster: DevClusterThread,
+) -> None:
+    """A send stored but answered too late fails UNKNOWN; its error names the UNIQ_KEY,
+    and re-sending under it leaves two copies of one message for consumers to de-duplicate."""
+    async with make_producer(cluster, retry_times_when_send_failed=0, batching=False) as p:
+        await p.send(msg())
+        before = cluster.unique_msg_ids(TOPIC)
+        fault_all(cluster, FaultSpec(latency_ms=400))
+        with pytest.raises(SendTimeout) as info:
+            await p.send(msg(b"once"), timeout_ms=100)
+        fault_all(cluster, FaultSpec())
+        error = info.value
+        assert error.fate is Fate.UNKNOWN and error.msg_id is not None
+        again = await p.send(Message(TOPIC, b"once", msg_id=error.msg_id))
+        fault_all(cluster, FaultSpec(latency_ms=50))
+        async_error = p.send_async(msg(), timeout_ms=1)  # a future's error names its id too
+        with pytest.raises(SendTimeout) as late:
+            await async_error
+        fault_all(cluster, FaultSpec())
+    assert again.msg_id == error.msg_id
+    assert late.value.msg_id == async_error.msg_id
+    stored = [m for m in cluster.messages(TOPIC) if m.body == b"once"]
+    assert len(stored) == 2
+    assert cluster.unique_msg_ids(TOPIC) - before >= {error.msg_id}
+
+
 async def test_s3_hung_first_broker_does_not_eat_the_retries(cluster: DevClusterThread) -> None:
     cluster.add_topic("Two", 2, brokers=["broker-a", "broker-b"])
     cluster.set_fault("broker-a", FaultSpec(blackhole=True))
