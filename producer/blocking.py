@@ -11,6 +11,10 @@ in a daemon thread, and waits for it. Every method may be called from any thread
         future = p.send_async(Message("Orders", b"..."))     # a concurrent.futures.Future
         p.flush()                                            # every send so far has finished
 
+        async def many(producer):                            # runs on the producer's loop
+            return await asyncio.gather(*(producer.send(m) for m in messages))
+        results = p.submit(many).result()
+
 It takes the same keyword options as the async producer.
 """
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -102,6 +106,15 @@ class Producer:
         self._call(start())
         return result
 
+    def submit(
+        self, work: Callable[[AsyncProducer], Coroutine[Any, Any, T]]
+    ) -> concurrent.futures.Future[T]:
+        """Run ``work(async_producer)`` on the producer's loop; its future at once.
+
+        For many concurrent sends from one blocking caller (a Spark partition does this):
+        ``work`` awaits the async producer's methods with whatever concurrency it likes."""
+        return self._submit(work(self._producer))
+
     def flush(self, *, timeout_ms: float | None = None) -> None:
         """Block until every send begun before this call has finished."""
         self._call(self._producer.flush(timeout_ms=timeout_ms))
@@ -129,13 +142,16 @@ class Producer:
         self.close()
 
     def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self._submit(coroutine).result()
+
+    def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         if not self._thread.is_alive():
             coroutine.close()
             raise ProducerClosedError(f"blocking producer {self.group!r} is closed")
         if threading.current_thread() is self._thread:
             coroutine.close()
             raise RuntimeError("blocking Producer called from its own loop thread (a callback?)")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     def _stop_loop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)

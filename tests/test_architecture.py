@@ -2,8 +2,8 @@
 every request leaves through one door.
 
 Layers, lowest first: ``_remoting`` (with ``errors``) <- ``_transport`` <- ``_client`` <-
-``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli``, which uses the
-public API only. ``testing`` (the dev cluster) may use the remoting core and the
+``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli`` and ``spark``,
+which use the public API only. ``testing`` (the dev cluster) may use the remoting core and the
 transport only. ``latency_fault`` is pure and imports no SDK.
 """
 
@@ -35,8 +35,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "producer.testing": (*CORE, "producer._transport", "producer.testing", "latency_fault"),
     "latency_fault": ("latency_fault",),
 }
-# Nothing below the CLI may import it, and nothing but the CLI may import rich.
+# Nothing below the CLI may import it, and nothing but the CLI (and Spark's report) rich.
 NEVER_BELOW_CLI = ("producer.cli", "rich")
+ON_TOP = ("producer.cli", "producer.__main__", "producer.spark")  # users of the public API
 
 IMPURE = {"asyncio", "anyio", "trio", "sniffio", "socket", "time", "threading", "selectors"}
 PURE_FILES = [
@@ -89,8 +90,8 @@ def violations(sources: dict[Path, str | None]) -> list[str]:
             where = f"{path.relative_to(ROOT)}:{line} imports {name}"
             is_sdk = name.split(".")[0] in ("producer", "latency_fault")
             upward = layer is not None and is_sdk and not name.startswith(ALLOWED[layer])
-            below_cli = not own.startswith(("producer.cli", "producer.__main__"))
-            private = not below_cli and name.startswith("producer._")  # the CLI: public API only
+            below_cli = not own.startswith(ON_TOP)
+            private = not below_cli and name.startswith("producer._")  # public API only
             if upward or private or (below_cli and name.startswith(NEVER_BELOW_CLI)):
                 found.append(where)
     return found
@@ -112,6 +113,8 @@ def test_layers_import_only_downwards() -> None:
         ("_producer.py", "import rich"),
         ("cli/send.py", "from producer._send.result import SendResult"),
         ("testing/_cluster.py", "from producer.cli.cluster import run_cluster_cli"),
+        ("spark/_partition.py", "from producer._send.future import SendFuture"),
+        ("_send/sender.py", "from producer.spark import publish"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(path: str, source: str) -> None:

@@ -1,5 +1,5 @@
 """A bare ``pip install`` (no extras) sends: the SDK, the dev cluster without its HTTP
-control, and ``python -m producer --help`` need neither rich nor aiohttp."""
+control, and ``python -m producer --help`` need neither rich, aiohttp nor Spark."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ WITHOUT_EXTRAS = textwrap.dedent(
 
     class RefuseExtras:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("rich", "aiohttp"):
+            if name.split(".")[0] in ("rich", "aiohttp", "pyspark", "pyarrow", "pandas"):
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
@@ -38,7 +38,7 @@ SEND_ONE = WITHOUT_EXTRAS + textwrap.dedent(
         print(result.status.value)
 
     anyio.run(main)
-    assert not {"rich", "aiohttp"} & set(sys.modules)
+    assert not {"rich", "aiohttp", "pyspark", "pyarrow"} & set(sys.modules)
     """
 )
 
@@ -86,3 +86,9 @@ def test_the_http_control_names_its_extra() -> None:
     )
     done = run(code)
     assert 'pip install "rocketmq-aio-producer[devcluster]"' in done.stdout, done.stderr
+
+
+def test_spark_names_its_extra() -> None:
+    done = run(WITHOUT_EXTRAS + "import producer.spark\n")
+    assert done.returncode == 1
+    assert 'pip install "rocketmq-aio-producer[spark]"' in done.stderr

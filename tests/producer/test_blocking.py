@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import threading
 
@@ -9,6 +10,7 @@ import anyio
 import pytest
 
 from producer import Message, SendStatus
+from producer import Producer as AsyncProducer
 from producer.blocking import Producer as BlockingProducer
 from producer.errors import (
     InvalidOptionError,
@@ -43,6 +45,25 @@ def test_blocking_sends_from_many_threads(cluster: DevClusterThread) -> None:
     assert len(batch.msg_ids) == 2
     with pytest.raises(ProducerClosedError, match="closed"):
         p.send(Message(TOPIC, b"late"))
+
+
+def test_submit_runs_concurrent_sends_on_the_loop(cluster: DevClusterThread) -> None:
+    peak = 0
+
+    async def many(producer: AsyncProducer) -> list[str]:
+        async def one(i: int) -> str:
+            nonlocal peak
+            peak = max(peak, producer.in_flight)
+            return (await producer.send(Message(TOPIC, b"%d" % i))).msg_id
+
+        return list(await asyncio.gather(*(one(i) for i in range(50))))
+
+    with BlockingProducer("g", cluster.namesrv_addr, routing="off", batching=False) as p:
+        ids = p.submit(many).result(timeout=10)
+    assert set(ids) == cluster.unique_msg_ids(TOPIC) and len(ids) == 50
+    assert peak > 1  # they were in flight together, not one after another
+    with pytest.raises(ProducerClosedError):
+        p.submit(many)
 
 
 def test_blocking_errors_reach_the_caller(cluster: DevClusterThread) -> None:

@@ -1,0 +1,36 @@
+"""Publish Spark DataFrames through the producer and analyse send latency on Spark.
+
+Needs the ``spark`` extra (``pip install 'rocketmq-aio-producer[spark]'``)::
+
+    from producer.spark import publish, latency_report
+    results = publish(df, namesrv="ns:9876", group="backfill", topic="Orders",
+                      body_col="payload", key_col="order_id", id_col="order_id")
+    results.write.parquet("s3://.../publish-results")
+    latency_report(results).per_broker.show()
+"""
+
+from __future__ import annotations
+
+try:
+    import pyarrow  # noqa: F401
+    import pyspark  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError(
+        f"producer.spark needs PySpark and PyArrow ({exc.name} is missing): "
+        'pip install "rocketmq-aio-producer[spark]"'
+    ) from exc
+
+from producer.spark._publish import publish, retry_failed
+from producer.spark._render import plot_over_time, render_report
+from producer.spark._report import LatencyReport, latency_report
+from producer.spark._rows import RESULT_COLUMNS
+
+__all__ = [
+    "RESULT_COLUMNS",
+    "LatencyReport",
+    "latency_report",
+    "plot_over_time",
+    "publish",
+    "render_report",
+    "retry_failed",
+]
