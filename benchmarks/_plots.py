@@ -179,3 +179,21 @@ def soak(results: dict[str, Any], out_dir: Path) -> list[str]:
     load.legend()
     mem.set_title("Soak: memory and resources under random faults")
     return [_save(fig, out_dir, "soak.png")]
+
+
+def spark_publish(results: dict[str, Any], out_dir: Path) -> list[str]:
+    """Rows/s per mode (median, bar; [min, max], whiskers), and the latency PNG the
+    benchmark drew from the last Spark run's report."""
+    summary = results["summary"]
+    modes = list(summary)
+    medians = [summary[m]["rows_per_s"] for m in modes]
+    low = [summary[m]["rows_per_s"] - summary[m]["min"] for m in modes]
+    high = [summary[m]["max"] - summary[m]["rows_per_s"] for m in modes]
+    fig, axes = plt.subplots(figsize=(7, 4))
+    axes.bar(modes, medians, yerr=[low, high], capsize=6, color=BROKER_COLOURS[: len(modes)])
+    axes.set_ylabel("rows/s (median, [min, max])")
+    axes.set_title("publishing one DataFrame, one broker browned out")
+    names = [_save(fig, out_dir, "rows_per_s.png")]
+    if (out_dir / "latency.png").exists():
+        names.append("latency.png")
+    return names
