@@ -1,5 +1,6 @@
 """The consumer's decisions that need no I/O: where to start, what a listener's answer
-means for each message, which flow-control limit holds a pull back."""
+means for each message (concurrently and orderly), which flow-control limit holds a pull
+back, whether an orderly queue's lock still holds."""
 
 from __future__ import annotations
 
@@ -12,18 +13,27 @@ from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import ConsumeFromWhere
 
 __all__ = [
+    "LOCK_MAX_LIVE_MS",
     "ConsumeStatus",
     "FlowLimits",
+    "OrderlyRetry",
     "Settlement",
     "StartFrom",
     "flow_blocked",
+    "lock_valid",
+    "orderly_retry",
     "settle",
     "start_from",
+    "suspend_ms",
 ]
+
+LOCK_MAX_LIVE_MS = 30_000.0  # a queue counts as locked this long after the last lock
+SUSPEND_MIN_MS, SUSPEND_MAX_MS = 10, 30_000
 
 
 class ConsumeStatus(enum.Enum):
-    """A listener's answer for its batch (``ConsumeConcurrentlyStatus``)."""
+    """A listener's answer for its batch (``ConsumeConcurrentlyStatus``). For an orderly
+    consumer RECONSUME_LATER is Java's SUSPEND_CURRENT_QUEUE_A_MOMENT."""
 
     SUCCESS = "CONSUME_SUCCESS"
     RECONSUME_LATER = "RECONSUME_LATER"
@@ -95,3 +105,30 @@ def flow_blocked(queue: ProcessQueue, limits: FlowLimits, *, orderly: bool) -> s
     if not orderly and queue.span > limits.max_span:
         return f"offset span {queue.span} > {limits.max_span}"
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class OrderlyRetry:
+    """An orderly batch that failed (``checkReconsumeTimes``): ``dead`` have used up
+    their attempts and go to ``%RETRY%`` with their count, which the broker turns into a
+    DLQ entry; ``again`` are consumed again locally, in order, after the suspension."""
+
+    dead: list[ReceivedMessage]
+    again: list[ReceivedMessage]
+
+
+def orderly_retry(messages: Sequence[ReceivedMessage], max_reconsume_times: int) -> OrderlyRetry:
+    dead = [m for m in messages if m.reconsume_times >= max_reconsume_times]
+    return OrderlyRetry(dead, [m for m in messages if m.reconsume_times < max_reconsume_times])
+
+
+def suspend_ms(requested: int | None, default: int) -> int:
+    """How long a failed orderly queue waits: the listener's request, else the option's;
+    clamped to 10 ms .. 30 s as Java clamps it (-1 or ``None``: the option's)."""
+    chosen = default if requested is None or requested < 0 else requested
+    return max(SUSPEND_MIN_MS, min(SUSPEND_MAX_MS, chosen))
+
+
+def lock_valid(queue: ProcessQueue, now_ms: float) -> bool:
+    """Whether an orderly queue may be consumed: locked, and not longer ago than 30 s."""
+    return queue.locked and now_ms - queue.last_lock_ms <= LOCK_MAX_LIVE_MS

@@ -25,6 +25,8 @@ class ProcessQueue:
         "_offsets",
         "body_bytes",
         "dropped",
+        "last_lock_ms",
+        "locked",
         "queue",
         "queue_offset_max",
     )
@@ -36,6 +38,8 @@ class ProcessQueue:
         self.body_bytes = 0
         self.queue_offset_max = -1
         self.dropped = False
+        self.locked = False  # orderly: the broker granted us this queue's lock ...
+        self.last_lock_ms = 0.0  # ... at this time (monotonic ms)
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -66,6 +70,10 @@ class ProcessQueue:
             self.queue_offset_max = max(self.queue_offset_max, offset)
             added.append(message)
         return added
+
+    def head(self, count: int) -> list[ReceivedMessage]:
+        """The first ``count`` messages held, in offset order (orderly consumption)."""
+        return [self._messages[offset] for offset in self._offsets[:count]]
 
     def remove(self, messages: Iterable[ReceivedMessage]) -> int:
         """Settle ``messages``; returns the offset now safe to commit, or -1 if nothing was held.

@@ -15,8 +15,8 @@ dead-letter queues and offsets that never pass a message in flight (CONSUMER.md)
 
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage, dlq_topic, retry_topic
+from producer.consumer._listener import ConsumeContext
 from producer.consumer._push_consumer import PushConsumer
-from producer.consumer._queue_worker import ConsumeContext
 
 __all__ = [
     "ConsumeContext",

@@ -23,7 +23,9 @@ from producer._remoting.consumer_requests import (
     check_success,
     consumer_heartbeat_request,
     consumer_list_request,
+    lock_batch_request,
     parse_consumer_list,
+    parse_lock_batch,
     parse_offset_response,
     parse_pull_response,
     parse_query_offset,
@@ -31,6 +33,7 @@ from producer._remoting.consumer_requests import (
     query_offset_request,
     search_offset_request,
     send_back_request,
+    unlock_batch_request,
     unregister_consumer_request,
     update_offset_request,
 )
@@ -175,6 +178,27 @@ class BrokerApi:
         return await self.client.invoke(
             self.addr(queue.broker_name), request, HOUSEKEEPING_TIMEOUT_MS
         )
+
+    # -- orderly locks -------------------------------------------------------------------
+
+    async def lock(self, broker_name: str, queues: list[MessageQueue]) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ: the queues (all on ``broker_name``) the broker now locks for us."""
+        request = lock_batch_request(self.client_id, self.group, queues)
+        response = await self.client.invoke(
+            self.addr(broker_name), request, HOUSEKEEPING_TIMEOUT_MS
+        )
+        return parse_lock_batch(response)
+
+    async def unlock(
+        self, broker_name: str, queues: list[MessageQueue], *, oneway: bool = True
+    ) -> None:
+        """UNLOCK_BATCH_MQ: oneway on hand-over, acknowledged at shutdown (as Java)."""
+        request = unlock_batch_request(self.client_id, self.group, queues)
+        addr = self.addr(broker_name)
+        if oneway:
+            await self.client.invoke_oneway(addr, request, HOUSEKEEPING_TIMEOUT_MS)
+        else:
+            check_success(await self.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS))
 
     # -- pulls ---------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ _CONSUME_FROM = {
     "first": ConsumeFromWhere.FIRST_OFFSET,
     "timestamp": ConsumeFromWhere.TIMESTAMP,
 }
+ORDERLY_MAX_RECONSUME_TIMES = 2**31 - 1  # Java's default for orderly: retry for ever
 _MODELS = {"clustering": MessageModel.CLUSTERING, "broadcasting": MessageModel.BROADCASTING}
 
 
@@ -24,13 +25,16 @@ class ConsumerOptions:
     model: MessageModel = MessageModel.CLUSTERING
     consume_from: ConsumeFromWhere = ConsumeFromWhere.LAST_OFFSET
     consume_timestamp_ms: int | None = None
+    orderly: bool = False
     consume_batch_size: int = 1
     pull_batch_size: int = 32
     max_concurrency: int = 20
     max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
     flow: FlowLimits = field(default_factory=FlowLimits)
     suspend_timeout_ms: int = 15_000  # BROKER_SUSPEND_MAX_TIME_MILLIS
-    pull_retry_delay_ms: float = 1000.0  # pullTimeDelayMillsWhenException
+    pull_retry_delay_ms: float = 3000.0  # pullTimeDelayMillsWhenException
+    suspend_current_queue_time_ms: int = 1000  # orderly: pause of a queue after a failure
+    lock_interval_ms: float = 20_000.0  # orderly: LOCK_BATCH_MQ of every held queue
     flow_control_delay_ms: float = 50.0
     local_retry_delay_ms: float = 5000.0  # when send-back and its fallback both fail
     persist_interval_ms: float = 5000.0
@@ -75,6 +79,10 @@ class ConsumerOptions:
                 _positive(values[name], name)
         if "max_reconsume_times" in values:
             _non_negative(values["max_reconsume_times"], "max_reconsume_times")
+        elif values.get("orderly"):
+            values["max_reconsume_times"] = ORDERLY_MAX_RECONSUME_TIMES
+        if "suspend_current_queue_time_ms" in values:
+            _positive(values["suspend_current_queue_time_ms"], "suspend_current_queue_time_ms")
         try:
             return cls(
                 model=chosen_model,

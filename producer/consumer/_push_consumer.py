@@ -2,9 +2,9 @@
 
 Lifecycle: ``start`` fetches routes, heartbeats (the broker creates ``%RETRY%<group>``)
 and rebalances; background loops then rebalance (every 20 s and on
-NOTIFY_CONSUMER_IDS_CHANGED), heartbeat (30 s) and persist offsets (5 s). ``aclose``
-stops pulling, lets batches in flight finish within ``close_timeout_ms``, persists
-offsets and unregisters.
+NOTIFY_CONSUMER_IDS_CHANGED), heartbeat (30 s), persist offsets (5 s) and, orderly,
+renew the broker's queue locks (20 s). ``aclose`` stops pulling, lets batches in flight
+finish within ``close_timeout_ms``, persists offsets, unlocks and unregisters.
 """
 
 from __future__ import annotations
@@ -38,8 +38,11 @@ from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, Runtime, current_runtime
 from producer._transport.base import client_tls
 from producer.consumer._broker_api import BrokerApi
+from producer.consumer._concurrent import ConcurrentConsumption
+from producer.consumer._listener import Listener, ListenerCall
 from producer.consumer._options import ConsumerOptions
-from producer.consumer._queue_worker import Consumption, Listener, QueueWorker
+from producer.consumer._orderly import OrderlyConsumption, lock_queues
+from producer.consumer._queue_worker import QueueWorker
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -51,6 +54,8 @@ class PushConsumer:
     ``listener(messages)`` or ``listener(messages, context)`` - plain or ``async`` -
     returns :class:`ConsumeStatus`; an exception counts as RECONSUME_LATER. Plain
     functions run in worker threads (up to ``max_concurrency`` at once), so they may block.
+    ``orderly=True`` consumes each queue in order, one batch at a time, under the broker's
+    queue lock; RECONSUME_LATER then pauses the queue and retries locally.
     """
 
     def __init__(
@@ -87,7 +92,7 @@ class PushConsumer:
         self._tg: TaskGroup | None = None
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
-        self._consumption: Consumption | None = None
+        self._consumption: ConcurrentConsumption | OrderlyConsumption | None = None
         self._clock: Clock | None = None
 
     def __repr__(self) -> str:
@@ -156,6 +161,8 @@ class PushConsumer:
         self._tg.start_soon(self._rebalance_loop)
         self._tg.start_soon(self._every, self.options.heartbeat_interval_ms, self._heartbeat)
         self._tg.start_soon(self._every, self.options.persist_interval_ms, self._persist)
+        if self._needs_locks:
+            self._tg.start_soon(self._every, self.options.lock_interval_ms, self._lock_all)
 
     async def _open(self, runtime: Runtime) -> None:
         assert self._clock is not None and self.listener is not None
@@ -184,8 +191,9 @@ class PushConsumer:
         )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._consumption = Consumption(
-            self.listener,
+        kind = OrderlyConsumption if self.options.orderly else ConcurrentConsumption
+        self._consumption = kind(
+            ListenerCall(self.listener, self.options.max_concurrency),
             api=self._api,
             offsets=self.offsets,
             options=self.options,
@@ -232,6 +240,25 @@ class PushConsumer:
             except ProducerError as exc:
                 log.debug("persisting %s failed: %s", queue, exc)
 
+    @property
+    def _needs_locks(self) -> bool:
+        return self.options.orderly and self.options.model is MessageModel.CLUSTERING
+
+    def _by_broker(self) -> dict[str, list[ProcessQueue]]:
+        held: dict[str, list[ProcessQueue]] = {}
+        for queue, worker in sorted(self._workers.items(), key=lambda item: str(item[0])):
+            held.setdefault(queue.broker_name, []).append(worker.pq)
+        return held
+
+    async def _lock_all(self) -> None:
+        """``lockAll``: renew the lock of every held queue, broker by broker."""
+        assert self._api is not None and self._clock is not None
+        for broker, pqs in self._by_broker().items():
+            try:
+                await lock_queues(self._api, broker, pqs, self._clock.monotonic_ms())
+            except ProducerError as exc:
+                log.info("%s: locking queues on %s failed: %s", self.group, broker, exc)
+
     async def _rebalance_loop(self) -> None:
         while True:
             with anyio.move_on_after(self.options.rebalance_interval_ms / 1000.0):
@@ -277,20 +304,27 @@ class PushConsumer:
         for queue in current - mine:
             await self._give_up(queue)
         added = [q for q in mine - current if await self._take(q)]
-        if current != mine:
+        now_held = {q for q in self._workers if q.topic == topic}
+        if now_held != current:
             self._versions[topic] = max(self._clock.wall_ms(), self._versions[topic] + 1)
-        return bool(added) or current != mine
+        return bool(added) or now_held != current
 
     async def _take(self, queue: MessageQueue) -> bool:
         assert self._api is not None and self._tg is not None and self._consumption is not None
+        assert self._clock is not None
+        pq = ProcessQueue(queue)
         try:
+            if self._needs_locks:  # lock first: the offset is the last owner's final one
+                await lock_queues(self._api, queue.broker_name, [pq], self._clock.monotonic_ms())
+                if not pq.locked:
+                    return False  # another member still holds it; the next rebalance retries
             offset = await self._start_offset(queue)
         except ProducerError as exc:
             log.info("%s: cannot start %s yet: %s", self.group, queue, exc)
             return False
         self.offsets.update(queue, offset, increase_only=False)
         worker = QueueWorker(
-            ProcessQueue(queue),
+            pq,
             offset,
             subscription=self._subscriptions[queue.topic],
             sub_version=lambda: self._versions[queue.topic],
@@ -318,17 +352,38 @@ class PushConsumer:
         return await self._api.search_offset(queue, timestamp)
 
     async def _give_up(self, queue: MessageQueue) -> None:
-        """Stop pulling ``queue``; persist its offset once (another member takes it next)."""
-        assert self._api is not None
-        worker = self._workers.pop(queue)
+        """Stop pulling ``queue``; persist its offset once (another member takes it next).
+
+        Orderly: first let the batch in flight settle (or keep the queue until the next
+        rebalance), persist the offset with an answer, then release the broker's lock."""
+        assert self._api is not None and self._consumption is not None
+        worker = self._workers[queue]
+        consumption = self._consumption
+        orderly = isinstance(consumption, OrderlyConsumption)
+        if isinstance(consumption, OrderlyConsumption) and not await consumption.hand_over(
+            worker.pq
+        ):
+            log.info("%s: %s is still consuming; handed over later", self.group, queue)
+            return
+        del self._workers[queue]
         worker.pq.dropped = True
         worker.stop()
         offset = self.offsets.remove(queue)
-        if offset is not None:
+        try:
+            if offset is not None:
+                await self._api.persist(queue, offset, oneway=not orderly)
+            if self._needs_locks:
+                await self._api.unlock(queue.broker_name, [queue])
+        except ProducerError as exc:
+            log.info("%s: hand-over of %s incomplete: %s", self.group, queue, exc)
+
+    async def _unlock_all(self) -> None:
+        assert self._api is not None
+        for broker, pqs in self._by_broker().items():
             try:
-                await self._api.persist(queue, offset)
+                await self._api.unlock(broker, [pq.queue for pq in pqs], oneway=False)
             except ProducerError as exc:
-                log.debug("persisting %s on hand-over failed: %s", queue, exc)
+                log.info("%s: unlocking queues on %s failed: %s", self.group, broker, exc)
 
     # -- shutdown ------------------------------------------------------------------------
 
@@ -356,6 +411,8 @@ class PushConsumer:
                     await self._api.persist(queue, offset, oneway=False)
                 except ProducerError as exc:
                     log.warning("final offset of %s not stored: %s", queue, exc)
+            if self._needs_locks:
+                await self._unlock_all()
             await self._api.unregister(self.options.connect_timeout_ms)
         self._tg.cancel_scope.cancel()
         await self._tg.__aexit__(None, None, None)

@@ -384,6 +384,11 @@ class DevCluster:
         """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""
         return self._broker(broker).consume.offsets.snapshot()
 
+    def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
+        """Orderly consumers' queue locks on ``broker``: ``{group: {queue: client_id}}``."""
+        consume = self._broker(broker).consume
+        return consume.locks.snapshot(consume.now_ms())
+
     def delay_backlog(self, broker: str) -> dict[int, int]:
         """Messages waiting in ``broker``'s delay levels: ``{level: count}``."""
         return self._broker(broker).consume.schedule.backlog()

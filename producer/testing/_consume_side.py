@@ -121,6 +121,7 @@ class ConsumeSide:
         self.offsets = ConsumerOffsets()
         self.schedule = DelaySchedule(delay_levels)
         self._clock_ms = clock_ms
+        self.now_ms = clock_ms
         self._rng = rng
         self._create_topic = create_topic
         self._put = put

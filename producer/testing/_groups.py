@@ -152,6 +152,14 @@ class LockTable:
                 granted.add(queue)
         return granted
 
+    def snapshot(self, now_ms: float) -> dict[str, dict[str, str]]:
+        """Unexpired locks: ``{group: {"topic@broker/queue": client_id}}``."""
+        held: dict[str, dict[str, str]] = {}
+        for (group, queue), (client_id, at_ms) in sorted(self._locks.items(), key=str):
+            if now_ms - at_ms <= LOCK_EXPIRY_MS:
+                held.setdefault(group, {})[str(queue)] = client_id
+        return held
+
     def unlock(self, group: str, queues: list[MessageQueue], client_id: str) -> None:
         for queue in queues:
             held = self._locks.get((group, queue))

@@ -160,6 +160,9 @@ class DevClusterThread:
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         return self._query(lambda: self.cluster.consumer_offsets(broker))
 
+    def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
+        return self._query(lambda: self.cluster.queue_locks(broker))
+
     def broker_status(self, name: str) -> dict[str, Any]:
         return self._query(lambda: self.cluster.broker_status(name))
 

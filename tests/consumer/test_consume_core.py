@@ -13,8 +13,11 @@ from producer._consume.decisions import (
     FlowLimits,
     StartFrom,
     flow_blocked,
+    lock_valid,
+    orderly_retry,
     settle,
     start_from,
+    suspend_ms,
 )
 from producer._consume.message import ReceivedMessage
 from producer._consume.offsets import OffsetTable
@@ -168,3 +171,41 @@ def test_bad_delay_levels_name_the_item() -> None:
     with pytest.raises(InvalidOptionError, match="'5x'"):
         parse_delay_levels("1s 5x")
     assert parse_delay_levels("200ms 1s").delays_ms == (200.0, 1000.0)
+
+
+# -- orderly (CONSUMER.md 2.9) -------------------------------------------------------------
+
+
+def test_orderly_takes_the_head_in_offset_order() -> None:
+    pq = ProcessQueue(Q)
+    pq.put([message(7), message(3), message(5)])
+    assert [m.queue_offset for m in pq.head(2)] == [3, 5]
+    assert [m.queue_offset for m in pq.head(10)] == [3, 5, 7]
+    assert pq.remove(pq.head(2)) == 7  # committing the head moves the offset to the next
+
+
+def test_orderly_retry_dead_letters_only_what_used_its_attempts() -> None:
+    fresh, tried = message(1), message(2)
+    tried.reconsume_times = 3
+    verdict = orderly_retry([fresh, tried], max_reconsume_times=3)
+    assert verdict.dead == [tried] and verdict.again == [fresh]
+    assert orderly_retry([fresh], max_reconsume_times=0).dead == [fresh]
+
+
+@pytest.mark.parametrize(
+    ("requested", "expected"),
+    [(None, 1000), (-1, 1000), (0, 10), (5, 10), (250, 250), (10**6, 30_000)],
+)
+def test_suspend_time_is_the_listeners_or_the_options_within_java_bounds(
+    requested: int | None, expected: int
+) -> None:
+    assert suspend_ms(requested, 1000) == expected
+
+
+def test_a_queue_lock_holds_for_30_s_after_the_last_grant() -> None:
+    pq = ProcessQueue(Q)
+    assert not lock_valid(pq, 0.0)
+    pq.locked, pq.last_lock_ms = True, 1_000.0
+    assert lock_valid(pq, 31_000.0) and not lock_valid(pq, 31_001.0)
+    pq.locked = False
+    assert not lock_valid(pq, 1_000.0)

@@ -229,7 +229,9 @@ async def test_namesrv_latency_fault_survives_down_and_up(cluster: DevCluster) -
         started = time.monotonic()
         route = make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Orders"})
         assert (await client.request(route)).code == ResponseCode.SUCCESS
-    assert time.monotonic() - started >= 0.05
+    # libuv's timers tick in whole milliseconds from a cached loop time: uvloop may fire
+    # a 50 ms delay up to a millisecond early by this clock.
+    assert time.monotonic() - started >= 0.048
 
 
 async def test_fault_set_before_start_applies_from_the_start() -> None:

@@ -1,0 +1,126 @@
+"""Concurrent consumption (``ConsumeMessageConcurrentlyService``): batches of a queue
+run in parallel; each batch's outcome settles its messages, and failures are sent back to
+the broker for a delayed retry through ``%RETRY%<group>`` (CONSUMER.md 2.6, 2.7)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import anyio
+from anyio.abc import TaskGroup
+
+from producer._consume.decisions import settle
+from producer._consume.message import ReceivedMessage
+from producer._consume.offsets import OffsetTable
+from producer._consume.process_queue import ProcessQueue
+from producer._remoting.consumer_requests import MessageModel
+from producer.consumer._broker_api import BrokerApi
+from producer.consumer._listener import ConsumeContext, InFlight, ListenerCall
+from producer.consumer._options import ConsumerOptions
+from producer.errors import ProducerError
+
+log = logging.getLogger("producer.consumer")
+
+
+class ConcurrentConsumption:
+    """Runs the listener with bounded concurrency and settles each batch."""
+
+    def __init__(
+        self,
+        call: ListenerCall,
+        *,
+        api: BrokerApi,
+        offsets: OffsetTable,
+        options: ConsumerOptions,
+        tg: TaskGroup,
+        now_ms: Callable[[], float],
+    ) -> None:
+        self.api = api
+        self.offsets = offsets
+        self.options = options
+        self.tg = tg
+        self._now_ms = now_ms
+        self._call = call
+        self._tasks = InFlight()
+        self.consumed = 0
+        self.sent_back = 0
+
+    @property
+    def in_flight(self) -> int:
+        return self._tasks.count
+
+    def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
+        size = self.options.consume_batch_size
+        for start in range(0, len(messages), size):
+            self._start(pq, messages[start : start + size])
+
+    def _start(self, pq: ProcessQueue, batch: list[ReceivedMessage], delay_ms: float = 0) -> None:
+        self._tasks.enter()
+        self.tg.start_soon(self._run, pq, batch, delay_ms)
+
+    async def wait_idle(self) -> None:
+        await self._tasks.wait_idle()
+
+    async def _run(self, pq: ProcessQueue, batch: list[ReceivedMessage], delay_ms: float) -> None:
+        try:
+            if delay_ms:
+                await anyio.sleep(delay_ms / 1000.0)
+            if not pq.dropped:
+                await self._consume(pq, batch)
+        finally:
+            self._tasks.leave()
+
+    async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> None:
+        context = ConsumeContext(pq.queue)
+        status = await self._call(batch, context, self._now_ms())
+        if pq.dropped:  # given up meanwhile: another member owns it now
+            log.info("%s was dropped while consuming; its result is discarded", pq.queue)
+            return
+        outcome = settle(status, batch, context.ack_index)
+        self.consumed += len(outcome.done)
+        settled = list(outcome.done)
+        unsent: list[ReceivedMessage] = []
+        if self.options.model is MessageModel.BROADCASTING:
+            settled += outcome.failed  # broadcasting never retries (as Java)
+            for message in outcome.failed:
+                log.warning("broadcast message %s failed and is dropped", message.msg_id)
+        else:
+            for message in outcome.failed:
+                if await self._send_back(message, context.delay_level):
+                    settled.append(message)
+                else:
+                    unsent.append(message)
+        offset = pq.remove(settled)
+        if offset >= 0 and not pq.dropped:
+            self.offsets.update(pq.queue, offset, increase_only=True)
+        if unsent:
+            for message in unsent:
+                message.reconsume_times += 1
+            self._start(pq, unsent, self.options.local_retry_delay_ms)
+
+    async def _send_back(self, message: ReceivedMessage, delay_level: int) -> bool:
+        """CONSUMER_SEND_MSG_BACK; if that fails, the fallback send; ``False`` if both fail."""
+        max_times = self.options.max_reconsume_times
+        try:
+            await self.api.send_back(message, delay_level, max_times)
+            self.sent_back += 1
+            return True
+        except ProducerError as exc:
+            log.warning(
+                "send-back of %s failed (%s); trying %%RETRY%% directly", message.msg_id, exc
+            )
+        try:
+            await self.api.send_to_retry_topic(
+                message, max_times, reconsume_times=message.reconsume_times + 1
+            )
+            self.sent_back += 1
+            return True
+        except ProducerError as exc:
+            log.warning(
+                "could not send %s back (%s); consuming it again locally in %.0f ms",
+                message.msg_id,
+                exc,
+                self.options.local_retry_delay_ms,
+            )
+            return False

@@ -1,0 +1,104 @@
+"""Calling the user's listener, and counting the batches in flight: what concurrent and
+orderly consumption share."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from producer._consume.decisions import ConsumeStatus
+from producer._consume.message import ReceivedMessage
+from producer._remoting.message import MessageQueue
+
+log = logging.getLogger("producer.consumer")
+
+Listener = Callable[..., Any]
+
+
+@dataclass(slots=True)
+class ConsumeContext:
+    """Passed to a listener that takes two arguments; set fields to steer the outcome.
+
+    ``ack_index``: with SUCCESS, messages ``0..ack_index`` succeeded and the rest are
+    retried (default: all succeeded). ``delay_level``: for retried messages, 0 lets the
+    broker choose (``3 + reconsume_times``), > 0 is that level, -1 sends them straight
+    to the dead-letter queue. Orderly consumers: ``suspend_current_queue_time_ms`` is
+    how long the queue waits before a failed batch is consumed again (default: the
+    consumer's option; 10 ms .. 30 s).
+    """
+
+    queue: MessageQueue
+    ack_index: int | None = None
+    delay_level: int = 0
+    suspend_current_queue_time_ms: int | None = None
+
+
+class ListenerCall:
+    """The listener, called the way it wants: async on the loop, plain in a worker thread
+    (so it may block), with or without a context; at most ``max_concurrency`` at once."""
+
+    def __init__(self, listener: Listener, max_concurrency: int) -> None:
+        self._listener = listener
+        self._with_context = _takes_context(listener)
+        self._is_async = inspect.iscoroutinefunction(listener)
+        self._limiter = anyio.CapacityLimiter(max_concurrency)
+
+    async def __call__(
+        self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
+    ) -> ConsumeStatus:
+        args: tuple[Any, ...] = (batch, context) if self._with_context else (batch,)
+        async with self._limiter:
+            for message in batch:
+                message.consume_start_ms = now_ms
+            try:
+                if self._is_async:
+                    result = await self._listener(*args)
+                else:
+                    result = await anyio.to_thread.run_sync(self._listener, *args)
+            except Exception:
+                log.exception("listener raised on %d message(s); they will be retried", len(batch))
+                return ConsumeStatus.RECONSUME_LATER
+        if isinstance(result, ConsumeStatus):
+            return result
+        log.warning("listener returned %r, not a ConsumeStatus: treated as RECONSUME_LATER", result)
+        return ConsumeStatus.RECONSUME_LATER
+
+
+def _takes_context(listener: Listener) -> bool:
+    try:
+        parameters = inspect.signature(listener).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in positional)
+
+
+class InFlight:
+    """Consumption tasks running or waiting to run; ``wait_idle`` returns when none is."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def enter(self) -> None:
+        if self.count == 0:
+            self._idle = anyio.Event()
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        if self.count == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()

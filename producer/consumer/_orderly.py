@@ -1,0 +1,178 @@
+"""Orderly consumption (``ConsumeMessageOrderlyService``, CONSUMER.md 2.9).
+
+One task per queue consumes its messages strictly in offset order, one batch at a time,
+only while the broker's lock on the queue is ours (clustering). A failed batch is not
+sent back: it is consumed again locally after the queue's suspension, and a message
+that has used ``max_reconsume_times`` goes to ``%RETRY%<group>`` with its count, which
+the broker turns into a dead letter. The offset moves only past a settled head.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+import anyio
+from anyio.abc import TaskGroup
+
+from producer._consume.decisions import ConsumeStatus, lock_valid, orderly_retry, suspend_ms
+from producer._consume.message import ReceivedMessage
+from producer._consume.offsets import OffsetTable
+from producer._consume.process_queue import ProcessQueue
+from producer._remoting.consumer_requests import MessageModel
+from producer._remoting.message import MessageQueue
+from producer.consumer._broker_api import BrokerApi
+from producer.consumer._listener import ConsumeContext, InFlight, ListenerCall
+from producer.consumer._options import ConsumerOptions
+from producer.errors import ProducerError
+
+log = logging.getLogger("producer.consumer")
+
+RELOCK_DELAY_MS = 10.0  # tryLockLaterAndReconsume: try the lock again this soon ...
+UNLOCKED_DELAY_MS = 3000.0  # ... and, refused, consume again after this long
+HAND_OVER_WAIT_MS = 1000.0  # a queue given up waits this long for its batch to end
+
+
+async def lock_queues(
+    api: BrokerApi, broker_name: str, pqs: Iterable[ProcessQueue], now_ms: float
+) -> None:
+    """LOCK_BATCH_MQ for ``pqs`` (all on ``broker_name``): each is marked locked or not."""
+    by_queue = {pq.queue: pq for pq in pqs}
+    granted = await api.lock(broker_name, list(by_queue))
+    for queue, pq in by_queue.items():
+        pq.locked = queue in granted
+        if pq.locked:
+            pq.last_lock_ms = now_ms
+        else:
+            log.info("%s: the broker did not lock %s for us", api.group, queue)
+
+
+class OrderlyConsumption:
+    """Per queue, one task that takes the head of the queue in order."""
+
+    def __init__(
+        self,
+        call: ListenerCall,
+        *,
+        api: BrokerApi,
+        offsets: OffsetTable,
+        options: ConsumerOptions,
+        tg: TaskGroup,
+        now_ms: Callable[[], float],
+    ) -> None:
+        self.api = api
+        self.offsets = offsets
+        self.options = options
+        self.tg = tg
+        self._now_ms = now_ms
+        self._call = call
+        self._tasks = InFlight()
+        self._draining: set[MessageQueue] = set()
+        self._consuming: dict[MessageQueue, anyio.Lock] = {}
+        self.consumed = 0
+        self.sent_back = 0  # dead letters sent through %RETRY%
+
+    @property
+    def in_flight(self) -> int:
+        return self._tasks.count
+
+    @property
+    def _locks_needed(self) -> bool:
+        return self.options.model is MessageModel.CLUSTERING
+
+    def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
+        if pq.queue in self._draining:
+            return  # the queue's task takes them in turn
+        self._draining.add(pq.queue)
+        self._tasks.enter()
+        self.tg.start_soon(self._drain, pq)
+
+    async def wait_idle(self) -> None:
+        await self._tasks.wait_idle()
+
+    async def hand_over(self, pq: ProcessQueue) -> bool:
+        """Stop consuming ``pq`` after the batch in flight settles (its offset with it);
+        ``False`` if that batch did not end within a second (keep the queue for now)."""
+        lock = self._consuming.setdefault(pq.queue, anyio.Lock())
+        with anyio.move_on_after(HAND_OVER_WAIT_MS / 1000.0):
+            async with lock:
+                pq.dropped = True
+                self._consuming.pop(pq.queue, None)
+                return True
+        return False
+
+    async def _drain(self, pq: ProcessQueue) -> None:
+        lock = self._consuming.setdefault(pq.queue, anyio.Lock())
+        try:
+            while not pq.dropped:
+                if self._locks_needed and not lock_valid(pq, self._now_ms()):
+                    await self._relock_later(pq)
+                    continue
+                async with lock:
+                    batch = self._next_batch(pq)  # empty also once handed over meanwhile
+                    if not batch:
+                        return
+                    pause_ms = await self._consume(pq, batch)
+                if pause_ms:
+                    await anyio.sleep(pause_ms / 1000.0)
+        finally:
+            self._draining.discard(pq.queue)
+            self._tasks.leave()
+
+    def _next_batch(self, pq: ProcessQueue) -> list[ReceivedMessage]:
+        return [] if pq.dropped else pq.head(self.options.consume_batch_size)
+
+    async def _relock_later(self, pq: ProcessQueue) -> None:
+        await anyio.sleep(RELOCK_DELAY_MS / 1000.0)
+        try:
+            await lock_queues(self.api, pq.queue.broker_name, [pq], self._now_ms())
+        except ProducerError as exc:
+            log.info("%s: locking %s failed: %s", self.api.group, pq.queue, exc)
+            pq.locked = False
+        if not pq.locked:
+            await anyio.sleep(UNLOCKED_DELAY_MS / 1000.0)
+
+    async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> float:
+        """One batch; returns how long the queue pauses before its next one (ms)."""
+        context = ConsumeContext(pq.queue)
+        status = await self._call(batch, context, self._now_ms())
+        if status is ConsumeStatus.SUCCESS:
+            self.consumed += len(batch)
+            self._settle(pq, batch)
+            return 0.0
+        verdict = orderly_retry(batch, self.options.max_reconsume_times)
+        again = list(verdict.again)
+        dead = []
+        for message in verdict.dead:
+            if await self._dead_letter(message):
+                dead.append(message)
+            else:
+                again.append(message)
+        self._settle(pq, dead)
+        if not again:
+            return 0.0
+        for message in again:
+            message.reconsume_times += 1
+        return float(
+            suspend_ms(
+                context.suspend_current_queue_time_ms, self.options.suspend_current_queue_time_ms
+            )
+        )
+
+    def _settle(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
+        offset = pq.remove(messages)
+        if offset >= 0:
+            self.offsets.update(pq.queue, offset, increase_only=False)
+
+    async def _dead_letter(self, message: ReceivedMessage) -> bool:
+        """SEND_MESSAGE_V2 to ``%RETRY%`` with ``reconsume_times >= max``: the broker stores
+        it in ``%DLQ%<group>``. ``False`` (consume it again) if that send fails."""
+        try:
+            await self.api.send_to_retry_topic(
+                message, self.options.max_reconsume_times, reconsume_times=message.reconsume_times
+            )
+        except ProducerError as exc:
+            log.warning("could not dead-letter %s (%s); consuming it again", message.msg_id, exc)
+            return False
+        self.sent_back += 1
+        return True

@@ -1,0 +1,168 @@
+"""Orderly consumption against the dev cluster (CONSUMER.md 2.9, 5.3 item 11): queue locks
+before pulls and released on hand-over and close, order per queue through a failing
+message, local retries only, and the orderly route to the DLQ."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+
+from producer import Message, Producer
+from producer.consumer import ConsumeContext, ConsumeStatus, PushConsumer, ReceivedMessage
+from producer.testing import DevCluster
+from tests.consumer.test_push_consumer import FAST, FAST_LEVELS, until
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+ORDERLY = {**FAST, "orderly": True, "suspend_current_queue_time_ms": 50}
+KEYS = ("order-1", "order-2", "order-3")
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[DevCluster]:
+    async with DevCluster(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
+        yield c
+
+
+async def publish_in_order(cluster: DevCluster, per_key: int) -> dict[str, list[bytes]]:
+    """``per_key`` messages for each order key, each key's to one queue, in order."""
+    sent: dict[str, list[bytes]] = {key: [] for key in KEYS}
+    async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
+        for i in range(per_key):
+            for key in KEYS:
+                body = f"{key}:{i}".encode()
+                await producer.send(Message("Orders", body), order_key=key)
+                sent[key].append(body)
+    return sent
+
+
+def orderly_consumer(cluster: DevCluster, listener: object, **options: object) -> PushConsumer:
+    c = PushConsumer(
+        "og",
+        cluster.namesrv_addr,
+        listener=listener,  # type: ignore[arg-type]
+        consume_from="first",
+        **{**ORDERLY, **options},
+    )
+    c.subscribe("Orders", "*")
+    return c
+
+
+def locks(cluster: DevCluster) -> dict[str, str]:
+    held: dict[str, str] = {}
+    for broker in cluster.broker_names:
+        held.update(cluster.queue_locks(broker).get("og", {}))
+    return held
+
+
+def key_of(message: ReceivedMessage) -> str:
+    return message.body.decode().split(":")[0]
+
+
+async def test_each_queue_is_consumed_in_order_through_a_failing_message(
+    cluster: DevCluster,
+) -> None:
+    sent = await publish_in_order(cluster, per_key=6)
+    consumed: dict[str, list[bytes]] = {key: [] for key in KEYS}
+    poison_tries: list[int] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        (message,) = messages
+        if message.body == b"order-2:2" and message.reconsume_times < 3:
+            poison_tries.append(message.reconsume_times)
+            return ConsumeStatus.RECONSUME_LATER  # the queue waits; nothing after it runs
+        consumed[key_of(message)].append(message.body)
+        return ConsumeStatus.SUCCESS
+
+    async with orderly_consumer(cluster, listener) as c:
+        await until(lambda: sum(map(len, consumed.values())) == 18)
+        assert set(locks(cluster)) == {str(q) for q in c.assigned_queues}  # %RETRY% too
+        assert set(locks(cluster).values()) == {c.client_id}
+    assert consumed == sent  # every key in its order, each message once
+    assert poison_tries == [0, 1, 2]  # retried locally, its count kept
+    assert cluster.messages("%RETRY%og") == []  # orderly never sends back
+    assert locks(cluster) == {}  # released at close
+
+
+async def test_a_message_out_of_attempts_goes_to_the_dlq_and_the_queue_moves_on(
+    cluster: DevCluster,
+) -> None:
+    sent = await publish_in_order(cluster, per_key=3)
+    consumed: list[bytes] = []
+    poison_tries: list[int] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        (message,) = messages
+        if message.body == b"order-1:1":
+            poison_tries.append(message.reconsume_times)
+            return ConsumeStatus.RECONSUME_LATER
+        consumed.append(message.body)
+        return ConsumeStatus.SUCCESS
+
+    async with orderly_consumer(cluster, listener, max_reconsume_times=1):
+        await until(lambda: len(consumed) == 8 and len(cluster.messages("%DLQ%og")) == 1)
+    assert poison_tries == [0, 1]  # consumed max + 1 times, then dead
+    assert [b for b in consumed if b.startswith(b"order-1")] == [b"order-1:0", b"order-1:2"]
+    (dead,) = cluster.messages("%DLQ%og")
+    assert dead.body == b"order-1:1"
+    # Java's orderly route: SEND_MESSAGE_V2 to %RETRY% with the count (CONSUMER.md 2.9).
+    assert dead.properties["RETRY_TOPIC"] == "Orders" and dead.properties["DELAY"] == "4"
+    assert (
+        dead.properties["RECONSUME_TIME"] == "1" and dead.properties["MAX_RECONSUME_TIMES"] == "1"
+    )
+    assert sum(len(v) for v in sent.values()) == 9
+
+
+async def test_the_listener_sets_how_long_its_queue_is_suspended(cluster: DevCluster) -> None:
+    await publish_in_order(cluster, per_key=1)
+    tries: list[float] = []
+
+    def listener(messages: list[ReceivedMessage], context: ConsumeContext) -> ConsumeStatus:
+        if messages[0].body != b"order-3:0":
+            return ConsumeStatus.SUCCESS
+        tries.append(time.monotonic())
+        context.suspend_current_queue_time_ms = 400
+        return ConsumeStatus.SUCCESS if len(tries) == 2 else ConsumeStatus.RECONSUME_LATER
+
+    async with orderly_consumer(cluster, listener):
+        await until(lambda: len(tries) == 2)
+    assert tries[1] - tries[0] >= 0.4
+
+
+async def test_a_second_member_takes_queues_only_after_their_lock_is_released(
+    cluster: DevCluster,
+) -> None:
+    await publish_in_order(cluster, per_key=4)
+    consumed: dict[str, list[bytes]] = {key: [] for key in KEYS}
+
+    async def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        (message,) = messages
+        consumed[key_of(message)].append(message.body)
+        await anyio.sleep(0.01)
+        return ConsumeStatus.SUCCESS
+
+    first = orderly_consumer(cluster, listener, instance_name="first")
+    second = orderly_consumer(cluster, listener, instance_name="second")
+    async with first:
+        await until(lambda: len(locks(cluster)) == 6)  # 4 of Orders, 2 of %RETRY%og
+        async with second:
+            await until(lambda: set(locks(cluster).values()) == {first.client_id, second.client_id})
+            mine = {str(q) for q in second.assigned_queues}
+            assert (
+                mine
+                and {q for q, owner in locks(cluster).items() if owner == second.client_id} == mine
+            )
+            await publish_in_order(cluster, per_key=4)
+            await until(lambda: sum(map(len, consumed.values())) >= 24)
+        await until(
+            lambda: set(locks(cluster).values()) == {first.client_id} and len(locks(cluster)) == 4
+        )
+    for key, bodies in consumed.items():
+        numbers = [int(b.split(b":")[1]) for b in bodies]
+        firsts = [n for n in numbers]
+        assert sorted(set(firsts)) == [0, 1, 2, 3], (key, numbers)
+        # Order holds across the hand-over: each round of sends is consumed in order.
+        assert numbers[:4] == [0, 1, 2, 3] and numbers[-4:] == [0, 1, 2, 3], (key, numbers)
