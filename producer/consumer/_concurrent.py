@@ -10,17 +10,18 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import TaskGroup
 
-from producer._consume.decisions import settle
+from producer._consume.decisions import ConsumeStatus, settle
 from producer._consume.message import ReceivedMessage
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import MessageModel
 from producer.consumer._broker_api import BrokerApi
-from producer.consumer._listener import ConsumeContext, InFlight, ListenerCall
+from producer.consumer._listener import ConsumeContext, InFlight, ListenerCall, Verdict
 from producer.consumer._options import ConsumerOptions
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")
+SUCCESS = ConsumeStatus.SUCCESS
 
 
 class ConcurrentConsumption:
@@ -72,22 +73,28 @@ class ConcurrentConsumption:
             self._tasks.leave()
 
     async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> None:
+        fresh, repeated = self._call.split(batch, self._now_ms())
         context = ConsumeContext(pq.queue)
-        status = await self._call(batch, context, self._now_ms())
+        verdict = await self._call(fresh, context, self._now_ms()) if fresh else Verdict(SUCCESS)
         if pq.dropped:  # given up meanwhile: another member owns it now
             log.info("%s was dropped while consuming; its result is discarded", pq.queue)
             return
-        outcome = settle(status, batch, context.ack_index)
+        outcome = settle(verdict.status, fresh, context.ack_index)
+        self._call.remember(outcome.done, self._now_ms())
         self.consumed += len(outcome.done)
-        settled = list(outcome.done)
+        settled = [*outcome.done, *repeated]
         unsent: list[ReceivedMessage] = []
         if self.options.model is MessageModel.BROADCASTING:
             settled += outcome.failed  # broadcasting never retries (as Java)
             for message in outcome.failed:
                 log.warning("broadcast message %s failed and is dropped", message.msg_id)
         else:
+            policy = self.options.retry_policy
             for message in outcome.failed:
-                if await self._send_back(message, context.delay_level):
+                level = context.delay_level or policy.delay_level(
+                    verdict.error, message.reconsume_times
+                )
+                if await self._send_back(message, level):
                     settled.append(message)
                 else:
                     unsent.append(message)

@@ -13,6 +13,7 @@ import anyio
 
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage
+from producer._consume.policy import SeenRecently
 from producer._remoting.message import MessageQueue
 
 log = logging.getLogger("producer.consumer")
@@ -38,19 +39,51 @@ class ConsumeContext:
     suspend_current_queue_time_ms: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A listener call's answer, and the exception that made it RECONSUME_LATER."""
+
+    status: ConsumeStatus
+    error: BaseException | None = None
+
+
 class ListenerCall:
     """The listener, called the way it wants: async on the loop, plain in a worker thread
-    (so it may block), with or without a context; at most ``max_concurrency`` at once."""
+    (so it may block), with or without a context; at most ``max_concurrency`` at once.
 
-    def __init__(self, listener: Listener, max_concurrency: int) -> None:
+    With an idempotency guard, messages consumed successfully within its window are
+    held back from the listener (``split``) and successes are remembered (``remember``).
+    """
+
+    def __init__(
+        self, listener: Listener, max_concurrency: int, guard: SeenRecently | None = None
+    ) -> None:
         self._listener = listener
         self._with_context = _takes_context(listener)
         self._is_async = inspect.iscoroutinefunction(listener)
         self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self._guard = guard
+        self.duplicates = 0  # re-deliveries the guard kept from the listener
+
+    def split(
+        self, batch: list[ReceivedMessage], now_ms: float
+    ) -> tuple[list[ReceivedMessage], list[ReceivedMessage]]:
+        """``(to consume, already consumed)``; everything is to consume without a guard."""
+        if self._guard is None:
+            return batch, []
+        fresh, repeated = self._guard.split(batch, now_ms)
+        for message in repeated:
+            log.info("%s was consumed successfully before: not consumed again", message.msg_id)
+        self.duplicates += len(repeated)
+        return fresh, repeated
+
+    def remember(self, done: list[ReceivedMessage], now_ms: float) -> None:
+        if self._guard is not None:
+            self._guard.remember(done, now_ms)
 
     async def __call__(
         self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
-    ) -> ConsumeStatus:
+    ) -> Verdict:
         args: tuple[Any, ...] = (batch, context) if self._with_context else (batch,)
         async with self._limiter:
             for message in batch:
@@ -60,13 +93,13 @@ class ListenerCall:
                     result = await self._listener(*args)
                 else:
                     result = await anyio.to_thread.run_sync(self._listener, *args)
-            except Exception:
-                log.exception("listener raised on %d message(s); they will be retried", len(batch))
-                return ConsumeStatus.RECONSUME_LATER
+            except Exception as exc:
+                log.exception("listener raised on %d message(s)", len(batch))
+                return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
         if isinstance(result, ConsumeStatus):
-            return result
+            return Verdict(result)
         log.warning("listener returned %r, not a ConsumeStatus: treated as RECONSUME_LATER", result)
-        return ConsumeStatus.RECONSUME_LATER
+        return Verdict(ConsumeStatus.RECONSUME_LATER)
 
 
 def _takes_context(listener: Listener) -> bool:

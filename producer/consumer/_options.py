@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from producer._consume.decisions import FlowLimits
+from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
 from producer._remoting.consumer_requests import ConsumeFromWhere, MessageModel
 from producer._remoting.delay_levels import DEFAULT_MAX_RECONSUME_TIMES
 from producer.errors import InvalidOptionError
@@ -30,6 +31,9 @@ class ConsumerOptions:
     pull_batch_size: int = 32
     max_concurrency: int = 20
     max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
+    retry_policy: ConsumeRetryPolicy = field(default_factory=ConsumeRetryPolicy)
+    idempotency_window_ms: float | None = None  # opt-in: drop re-deliveries of successes
+    idempotency_max_ids: int = 100_000
     flow: FlowLimits = field(default_factory=FlowLimits)
     suspend_timeout_ms: int = 15_000  # BROKER_SUSPEND_MAX_TIME_MILLIS
     pull_retry_delay_ms: float = 3000.0  # pullTimeDelayMillsWhenException
@@ -81,6 +85,11 @@ class ConsumerOptions:
             _non_negative(values["max_reconsume_times"], "max_reconsume_times")
         elif values.get("orderly"):
             values["max_reconsume_times"] = ORDERLY_MAX_RECONSUME_TIMES
+        if not isinstance(values.get("retry_policy", ConsumeRetryPolicy()), ConsumeRetryPolicy):
+            raise InvalidOptionError("retry_policy: a producer.consumer.ConsumeRetryPolicy")
+        window = values.get("idempotency_window_ms")
+        if window is not None:  # checked now, used at start
+            SeenRecently(window, values.get("idempotency_max_ids", 100_000))  # type: ignore[arg-type]
         if "suspend_current_queue_time_ms" in values:
             _positive(values["suspend_current_queue_time_ms"], "suspend_current_queue_time_ms")
         try:
@@ -93,6 +102,12 @@ class ConsumerOptions:
             )
         except TypeError as exc:
             raise InvalidOptionError(f"unknown consumer option: {exc}") from None
+
+    def guard(self) -> SeenRecently | None:
+        """The idempotency guard these options ask for (a fresh one), or ``None``."""
+        if self.idempotency_window_ms is None:
+            return None
+        return SeenRecently(self.idempotency_window_ms, self.idempotency_max_ids)
 
 
 def _positive(value: object, name: str) -> int:

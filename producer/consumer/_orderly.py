@@ -15,7 +15,13 @@ from collections.abc import Callable, Iterable
 import anyio
 from anyio.abc import TaskGroup
 
-from producer._consume.decisions import ConsumeStatus, lock_valid, orderly_retry, suspend_ms
+from producer._consume.decisions import (
+    ConsumeStatus,
+    OrderlyRetry,
+    lock_valid,
+    orderly_retry,
+    suspend_ms,
+)
 from producer._consume.message import ReceivedMessage
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
@@ -134,17 +140,26 @@ class OrderlyConsumption:
 
     async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> float:
         """One batch; returns how long the queue pauses before its next one (ms)."""
-        context = ConsumeContext(pq.queue)
-        status = await self._call(batch, context, self._now_ms())
-        if status is ConsumeStatus.SUCCESS:
-            self.consumed += len(batch)
-            self._settle(pq, batch)
+        fresh, repeated = self._call.split(batch, self._now_ms())
+        self._settle(pq, repeated)
+        if not fresh:
             return 0.0
-        verdict = orderly_retry(batch, self.options.max_reconsume_times)
-        again = list(verdict.again)
+        context = ConsumeContext(pq.queue)
+        verdict = await self._call(fresh, context, self._now_ms())
+        if verdict.status is ConsumeStatus.SUCCESS:
+            self._call.remember(fresh, self._now_ms())
+            self.consumed += len(fresh)
+            self._settle(pq, fresh)
+            return 0.0
+        hopeless = not self.options.retry_policy.retries(verdict.error)
+        if hopeless:  # the policy says this failure is final: every message of it is dead
+            retry = OrderlyRetry(dead=fresh, again=[])
+        else:
+            retry = orderly_retry(fresh, self.options.max_reconsume_times)
+        again = list(retry.again)
         dead = []
-        for message in verdict.dead:
-            if await self._dead_letter(message):
+        for message in retry.dead:
+            if await self._dead_letter(message, now=hopeless):
                 dead.append(message)
             else:
                 again.append(message)
@@ -153,24 +168,23 @@ class OrderlyConsumption:
             return 0.0
         for message in again:
             message.reconsume_times += 1
-        return float(
-            suspend_ms(
-                context.suspend_current_queue_time_ms, self.options.suspend_current_queue_time_ms
-            )
-        )
+        requested = context.suspend_current_queue_time_ms
+        return float(suspend_ms(requested, self.options.suspend_current_queue_time_ms))
 
     def _settle(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
         offset = pq.remove(messages)
         if offset >= 0:
             self.offsets.update(pq.queue, offset, increase_only=False)
 
-    async def _dead_letter(self, message: ReceivedMessage) -> bool:
+    async def _dead_letter(self, message: ReceivedMessage, *, now: bool) -> bool:
         """SEND_MESSAGE_V2 to ``%RETRY%`` with ``reconsume_times >= max``: the broker stores
-        it in ``%DLQ%<group>``. ``False`` (consume it again) if that send fails."""
+        it in ``%DLQ%<group>``. ``now``: before its attempts are used up (the retry policy
+        gave up on it), so the count it is sent with is the max. ``False`` (consume it
+        again) if that send fails."""
+        times = message.reconsume_times
+        max_times = times if now else self.options.max_reconsume_times
         try:
-            await self.api.send_to_retry_topic(
-                message, self.options.max_reconsume_times, reconsume_times=message.reconsume_times
-            )
+            await self.api.send_to_retry_topic(message, max_times, reconsume_times=times)
         except ProducerError as exc:
             log.warning("could not dead-letter %s (%s); consuming it again", message.msg_id, exc)
             return False

@@ -86,6 +86,7 @@ class PushConsumer:
         self._subscriptions: dict[str, Subscription] = {}
         self._versions: dict[str, int] = {}
         self._workers: dict[MessageQueue, QueueWorker] = {}
+        self._starting: list[QueueWorker] = []  # taken, pulling after the next heartbeat
         self.offsets = OffsetTable()
         self._state = "new"
         self._rebalance_wanted = anyio.Event()
@@ -93,6 +94,7 @@ class PushConsumer:
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
         self._consumption: ConcurrentConsumption | OrderlyConsumption | None = None
+        self._call: ListenerCall | None = None
         self._clock: Clock | None = None
 
     def __repr__(self) -> str:
@@ -123,6 +125,7 @@ class PushConsumer:
             "sent_back": 0 if c is None else c.sent_back,
             "in_flight": 0 if c is None else c.in_flight,
             "held": sum(len(w.pq) for w in self._workers.values()),
+            "duplicates_dropped": 0 if self._call is None else self._call.duplicates,
         }
 
     async def __aenter__(self) -> PushConsumer:
@@ -192,8 +195,9 @@ class PushConsumer:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         kind = OrderlyConsumption if self.options.orderly else ConcurrentConsumption
+        self._call = ListenerCall(self.listener, self.options.max_concurrency, self.options.guard())
         self._consumption = kind(
-            ListenerCall(self.listener, self.options.max_concurrency),
+            self._call,
             api=self._api,
             offsets=self.offsets,
             options=self.options,
@@ -287,6 +291,13 @@ class PushConsumer:
         if changed:
             assert self._api is not None
             await self._api.heartbeat(self._consumer_data())
+        # Pulls start once the broker knows the new subscription version: Java starts
+        # them first, and their first pull is refused (25, not latest) and retried in 3 s.
+        assert self._tg is not None
+        starting, self._starting = self._starting, []
+        for worker in starting:
+            if not worker.pq.dropped:
+                self._tg.start_soon(worker.run)
 
     async def _rebalance_topic(self, topic: str) -> bool:
         assert self._api is not None and self._clock is not None
@@ -334,7 +345,7 @@ class PushConsumer:
             options=self.options,
         )
         self._workers[queue] = worker
-        self._tg.start_soon(worker.run)
+        self._starting.append(worker)
         return True
 
     async def _start_offset(self, queue: MessageQueue) -> int:

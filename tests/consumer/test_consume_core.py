@@ -21,6 +21,7 @@ from producer._consume.decisions import (
 )
 from producer._consume.message import ReceivedMessage
 from producer._consume.offsets import OffsetTable
+from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import ConsumeFromWhere
 from producer._remoting.delay_levels import parse_delay_levels
@@ -209,3 +210,41 @@ def test_a_queue_lock_holds_for_30_s_after_the_last_grant() -> None:
     assert lock_valid(pq, 31_000.0) and not lock_valid(pq, 31_001.0)
     pq.locked = False
     assert not lock_valid(pq, 1_000.0)
+
+
+# -- beyond Java: the retry policy and the idempotency guard ------------------------------
+
+
+def test_the_retry_policy_dead_letters_what_it_does_not_retry() -> None:
+    policy = ConsumeRetryPolicy(retry_on=(OSError,), dead_letter_on=(FileNotFoundError,))
+    assert policy.retries(None)  # RECONSUME_LATER is always a retry
+    assert policy.retries(ConnectionError()) and not policy.retries(FileNotFoundError())
+    assert not policy.retries(ValueError())  # not in retry_on
+    assert policy.delay_level(ValueError(), 0) == -1
+    assert policy.delay_level(ConnectionError(), 5) == 0  # no levels: the broker decides
+
+
+def test_the_retry_policy_picks_a_level_per_attempt_and_repeats_the_last() -> None:
+    policy = ConsumeRetryPolicy(delay_levels=(1, 4, 9))
+    assert [policy.delay_level(None, n) for n in range(5)] == [1, 4, 9, 9, 9]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"delay_levels": (0,)}, {"delay_levels": (19,)}, {"delay_levels": [1]}, {"retry_on": (int,)}],
+)
+def test_a_bad_retry_policy_says_what_is_wrong(bad: dict[str, object]) -> None:
+    with pytest.raises(InvalidOptionError, match=next(iter(bad))):
+        ConsumeRetryPolicy(**bad)  # type: ignore[arg-type]
+
+
+def test_seen_recently_remembers_successes_for_its_window_and_size() -> None:
+    guard = SeenRecently(window_ms=1000, max_ids=2)
+    a, b, c = message(1), message(2), message(3)
+    guard.remember([a], now_ms=0)
+    assert guard.split([a, b], now_ms=1000) == ([b], [a])
+    assert guard.split([a, b], now_ms=1001) == ([a, b], [])  # forgotten after the window
+    guard.remember([a, b, c], now_ms=2000)
+    assert len(guard) == 2 and guard.split([a], now_ms=2000) == ([a], [])  # oldest dropped
+    with pytest.raises(InvalidOptionError, match="idempotency_window_ms"):
+        SeenRecently(0)

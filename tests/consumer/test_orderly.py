@@ -11,7 +11,13 @@ import anyio
 import pytest
 
 from producer import Message, Producer
-from producer.consumer import ConsumeContext, ConsumeStatus, PushConsumer, ReceivedMessage
+from producer.consumer import (
+    ConsumeContext,
+    ConsumeRetryPolicy,
+    ConsumeStatus,
+    PushConsumer,
+    ReceivedMessage,
+)
 from producer.testing import DevCluster
 from tests.consumer.test_push_consumer import FAST, FAST_LEVELS, until
 
@@ -166,3 +172,25 @@ async def test_a_second_member_takes_queues_only_after_their_lock_is_released(
         assert sorted(set(firsts)) == [0, 1, 2, 3], (key, numbers)
         # Order holds across the hand-over: each round of sends is consumed in order.
         assert numbers[:4] == [0, 1, 2, 3] and numbers[-4:] == [0, 1, 2, 3], (key, numbers)
+
+
+async def test_the_retry_policy_dead_letters_a_hopeless_message_at_once(
+    cluster: DevCluster,
+) -> None:
+    await publish_in_order(cluster, per_key=2)
+    tries: list[int] = []
+    consumed: list[bytes] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        (message,) = messages
+        if message.body == b"order-2:0":
+            tries.append(message.reconsume_times)
+            raise ValueError("cannot parse")
+        consumed.append(message.body)
+        return ConsumeStatus.SUCCESS
+
+    policy = ConsumeRetryPolicy(dead_letter_on=(ValueError,))
+    async with orderly_consumer(cluster, listener, retry_policy=policy):
+        await until(lambda: len(consumed) == 5 and len(cluster.messages("%DLQ%og")) == 1)
+    assert tries == [0]  # no local retries: straight to the DLQ
+    assert b"order-2:1" in consumed

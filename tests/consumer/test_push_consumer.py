@@ -10,7 +10,13 @@ import anyio
 import pytest
 
 from producer import Message, Producer
-from producer.consumer import ConsumeContext, ConsumeStatus, PushConsumer, ReceivedMessage
+from producer.consumer import (
+    ConsumeContext,
+    ConsumeRetryPolicy,
+    ConsumeStatus,
+    PushConsumer,
+    ReceivedMessage,
+)
 from producer.errors import InvalidOptionError, LocalProtocolError
 from producer.testing import DevCluster
 
@@ -234,3 +240,70 @@ async def test_a_failed_send_back_falls_back_to_sending_to_the_retry_topic(
     assert retried.properties["MAX_RECONSUME_TIMES"] == "16"
     assert retried.properties["DELAY"] == "3"  # 3 + reconsume_times, the user's level ignored
     assert retried.properties["ORIGIN_MESSAGE_ID"] == msg_id
+
+
+async def test_pulls_start_only_once_the_broker_knows_the_subscription_version(
+    cluster: DevCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Java dispatches pulls before the heartbeat with the new subVersion, so its first
+    pulls are refused (25) and wait 3 s; ours wait for that heartbeat."""
+    await publish(cluster, [b"first"])
+    seen: list[bytes] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        seen.extend(m.body for m in messages)
+        return ConsumeStatus.SUCCESS
+
+    with caplog.at_level("DEBUG", logger="producer.consumer"):
+        async with consumer(cluster, listener):
+            await until(lambda: seen == [b"first"])
+    refused = [r.getMessage() for r in caplog.records if "not latest" in r.getMessage()]
+    assert refused == []
+
+
+async def test_the_retry_policy_dead_letters_hopeless_errors_and_sets_the_delays(
+    cluster: DevCluster,
+) -> None:
+    await publish(cluster, [b"unparseable", b"flaky"])
+    tries: dict[bytes, list[int]] = {b"unparseable": [], b"flaky": []}
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        (message,) = messages
+        tries[message.body].append(message.reconsume_times)
+        if message.body == b"unparseable":
+            raise ValueError("not JSON")
+        if message.reconsume_times < 2:
+            raise ConnectionError("the database blinked")
+        return ConsumeStatus.SUCCESS
+
+    policy = ConsumeRetryPolicy(dead_letter_on=(ValueError,), delay_levels=(2, 5))
+    async with consumer(cluster, listener, retry_policy=policy):
+        await until(lambda: len(tries[b"flaky"]) == 3 and len(cluster.messages("%DLQ%cg")) == 1)
+    assert tries == {b"unparseable": [0], b"flaky": [0, 1, 2]}
+    (dead,) = cluster.messages("%DLQ%cg")
+    assert dead.body == b"unparseable"
+    delays = [m.properties["DELAY"] for m in cluster.messages("%RETRY%cg")]
+    assert delays == ["2", "5"]  # the policy's level per attempt, not the broker's 3, 4
+
+
+@pytest.mark.parametrize("window", [None, 60_000])
+async def test_the_idempotency_guard_drops_a_redelivered_success(
+    cluster: DevCluster, window: int | None
+) -> None:
+    (msg_id,) = await publish(cluster, [b"pay order 7"])
+    seen: list[str] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        seen.extend(m.msg_id for m in messages)
+        return ConsumeStatus.SUCCESS
+
+    async with consumer(cluster, listener, idempotency_window_ms=window) as c:
+        await until(lambda: len(seen) == 1)
+        async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
+            # The same message again, as a producer retry after a lost answer sends it.
+            await producer.send(Message("Orders", b"pay order 7", msg_id=msg_id))
+            await producer.send(Message("Orders", b"next"))
+        await until(lambda: len(seen) + c.stats["duplicates_dropped"] == 3)
+    expected = 1 if window else 2
+    assert seen.count(msg_id) == expected
+    assert c.stats["duplicates_dropped"] == 2 - expected
