@@ -201,12 +201,15 @@ class PullParams:
     sub_version: int
     commit: bool = True
     suspend: bool = True
+    expression: str | None = None  # a subscription sent with the pull (no heartbeat needed)
 
     @property
     def sys_flag(self) -> int:
         flag = FLAG_SUSPEND if self.suspend else 0
         if self.commit and self.commit_offset > 0:
             flag |= FLAG_COMMIT_OFFSET
+        if self.expression is not None:
+            flag |= FLAG_SUBSCRIPTION
         return flag
 
 
@@ -222,6 +225,8 @@ def pull_request(params: PullParams) -> RemotingCommand:
         "subVersion": str(params.sub_version),
         "expressionType": "TAG",
     }
+    if params.expression is not None:
+        fields["subscription"] = params.expression
     return RemotingCommand(RequestCode.PULL_MESSAGE, ext_fields=fields)
 
 

@@ -4,6 +4,7 @@
 * ``demo``    - fault-aware routing live against an in-process dev cluster.
 * ``cluster`` - run the dev cluster (``producer.testing``) until interrupted.
 * ``bench``   - run a benchmark from the source tree's ``benchmarks/`` package.
+* ``dlq``     - list, show and re-drive a consumer group's dead letters.
 
 Each command's core is an ``async def`` taking the parsed arguments (tests await it);
 :func:`main` parses ``argv`` and runs it on asyncio. Bad arguments exit with status 2.
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from producer import __version__
 from producer.cli.cluster import add_cluster_arguments, run_cluster_cli
 from producer.cli.common import run_command
+from producer.cli.dlq import add_dlq_arguments, run_dlq
 from producer.cli.send import add_send_arguments, run_send
 
 
@@ -53,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
             "cluster",
             help="run a dev cluster (name server + brokers) until interrupted",
             description="Run the embedded dev cluster until Ctrl-C / SIGTERM.",
+        )
+    )
+    add_dlq_arguments(
+        commands.add_parser(
+            "dlq",
+            help="list, show or re-drive a consumer group's dead letters",
+            description="Read %%DLQ%%<group> without changing it; re-drive chosen messages "
+            "to their original topic with a fresh retry budget.",
         )
     )
     bench = commands.add_parser(
@@ -97,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_bench(args.name, list(args.rest))
     if args.command == "send":
         return run_command(lambda stop: run_send(args, stop=stop))
+    if args.command == "dlq":
+        return run_command(lambda stop: run_dlq(args, sys.stdout))
     if not _has_rich():
         print(f"error: the demo needs rich: {CLI_EXTRA}", file=sys.stderr)
         return 2

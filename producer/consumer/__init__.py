@@ -16,6 +16,7 @@ dead-letter queues and offsets that never pass a message in flight (CONSUMER.md)
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage, dlq_topic, retry_topic
 from producer._consume.policy import ConsumeRetryPolicy
+from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
 from producer.consumer._listener import ConsumeContext
 from producer.consumer._push_consumer import PushConsumer
 
@@ -23,6 +24,8 @@ __all__ = [
     "ConsumeContext",
     "ConsumeRetryPolicy",
     "ConsumeStatus",
+    "DeadLetter",
+    "DeadLetterQueue",
     "PushConsumer",
     "ReceivedMessage",
     "dlq_topic",

@@ -24,6 +24,7 @@ from producer._remoting.consumer_requests import (
     consumer_heartbeat_request,
     consumer_list_request,
     lock_batch_request,
+    min_offset_request,
     parse_consumer_list,
     parse_lock_batch,
     parse_offset_response,
@@ -156,6 +157,9 @@ class BrokerApi:
         request = query_offset_request(self.group, queue)
         response = await self._invoke_queue(queue, request)
         return parse_query_offset(response)
+
+    async def min_offset(self, queue: MessageQueue) -> int:
+        return parse_offset_response(await self._invoke_queue(queue, min_offset_request(queue)))
 
     async def max_offset(self, queue: MessageQueue) -> int:
         request = max_offset_request(queue.topic, queue.queue_id)

@@ -13,6 +13,7 @@ import logging
 import os
 import random
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from types import TracebackType
 
 import anyio
@@ -20,8 +21,7 @@ from anyio.abc import TaskGroup
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
-from producer._client.remoting import RemotingClient
-from producer._client.routes import RouteTable, parse_namesrv
+from producer._client.routes import parse_namesrv
 from producer._consume.allocate import allocate_averagely
 from producer._consume.decisions import StartFrom, start_from
 from producer._consume.message import retry_topic
@@ -39,7 +39,14 @@ from producer._transport import ConnectionPool, Runtime, current_runtime
 from producer._transport.base import client_tls
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._concurrent import ConcurrentConsumption
+from producer.consumer._connect import Identity, open_api
 from producer.consumer._listener import Listener, ListenerCall
+from producer.consumer._offset_stores import (
+    DEFAULT_OFFSET_DIR,
+    BrokerOffsets,
+    LocalOffsets,
+    OffsetStore,
+)
 from producer.consumer._options import ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
@@ -67,6 +74,7 @@ class PushConsumer:
         model: str = "clustering",
         consume_from: str | int = "last",
         instance_name: str | None = None,
+        offset_store_dir: str | os.PathLike[str] | None = None,
         credentials: Credentials | None = None,
         ssl: object = None,
         clock: Clock | None = None,
@@ -78,7 +86,12 @@ class PushConsumer:
         self.namesrv_addrs = parse_namesrv(namesrv)
         self.options = ConsumerOptions.build(model=model, consume_from=consume_from, **options)
         self.listener = listener
-        self.client_id = f"{local_ipv4()}@{instance_name or os.getpid()}"
+        broadcasting = self.options.model is MessageModel.BROADCASTING
+        # Java keeps "DEFAULT" for broadcasting, so its offsets file is found again after
+        # a restart; clustering members take the pid to be told apart.
+        instance = instance_name or ("DEFAULT" if broadcasting else str(os.getpid()))
+        self.client_id = f"{local_ipv4()}@{instance}"
+        self._offset_dir = Path(offset_store_dir) if offset_store_dir else DEFAULT_OFFSET_DIR
         self._signer = signer_for(credentials)
         self._tls = client_tls(ssl)
         self._given_clock = clock
@@ -95,6 +108,7 @@ class PushConsumer:
         self._api: BrokerApi | None = None
         self._consumption: ConcurrentConsumption | OrderlyConsumption | None = None
         self._call: ListenerCall | None = None
+        self._store: OffsetStore | None = None
         self._clock: Clock | None = None
 
     def __repr__(self) -> str:
@@ -155,6 +169,12 @@ class PushConsumer:
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         await self._open(runtime)
         self._state = "running"
+        try:
+            assert self._store is not None
+            await self._store.open()  # a damaged local offsets file fails here, loudly
+        except BaseException:
+            await self.aclose()
+            raise
         for topic in self._subscriptions:
             self._versions[topic] = self._clock.wall_ms()
         await self._refresh_routes()
@@ -169,29 +189,19 @@ class PushConsumer:
 
     async def _open(self, runtime: Runtime) -> None:
         assert self._clock is not None and self.listener is not None
-        pool = ConnectionPool(
-            runtime.connector(ssl=self._tls, handler=self._serve),
-            connect_timeout_ms=self.options.connect_timeout_ms,
+        who = Identity(
+            self.group,
+            self.client_id,
+            self.namesrv_addrs,
+            self._signer,
+            self._tls,
+            self.options.connect_timeout_ms,
         )
-        await pool.__aenter__()
-        self._pool = pool
-        client = RemotingClient(
-            pool,
-            self._clock,
-            connect_timeout_ms=self.options.connect_timeout_ms,
-            outgoing=() if self._signer is None else (self._signer,),
-        )
-        routes = RouteTable(
-            self.namesrv_addrs, client, self._clock, self._rng, auto_create_topic=False
-        )
-        self._api = BrokerApi(
-            group=self.group,
-            client_id=self.client_id,
-            client=client,
-            routes=routes,
-            clock=self._clock,
-            rng=self._rng,
-        )
+        self._pool, self._api = await open_api(runtime, who, self._clock, self._rng, self._serve)
+        if self.options.model is MessageModel.BROADCASTING:
+            self._store = LocalOffsets(self._offset_dir, self.client_id, self.group)
+        else:
+            self._store = BrokerOffsets(self._api)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         kind = OrderlyConsumption if self.options.orderly else ConcurrentConsumption
@@ -236,13 +246,9 @@ class PushConsumer:
         await self._refresh_routes()
         await self._api.heartbeat(self._consumer_data())
 
-    async def _persist(self) -> None:
-        assert self._api is not None
-        for queue, offset in self.offsets.to_persist(set(self._workers)).items():
-            try:
-                await self._api.persist(queue, offset)
-            except ProducerError as exc:
-                log.debug("persisting %s failed: %s", queue, exc)
+    async def _persist(self, *, final: bool = False) -> None:
+        assert self._store is not None
+        await self._store.persist(self.offsets.to_persist(set(self._workers)), final=final)
 
     @property
     def _needs_locks(self) -> bool:
@@ -349,8 +355,8 @@ class PushConsumer:
         return True
 
     async def _start_offset(self, queue: MessageQueue) -> int:
-        assert self._api is not None
-        stored = await self._api.query_offset(queue)
+        assert self._api is not None and self._store is not None
+        stored = await self._store.read(queue)
         where = start_from(stored, self.options.consume_from, queue.topic)
         if where is StartFrom.STORED:
             assert stored is not None
@@ -381,7 +387,7 @@ class PushConsumer:
         worker.stop()
         offset = self.offsets.remove(queue)
         try:
-            if offset is not None:
+            if offset is not None and isinstance(self._store, BrokerOffsets):
                 await self._api.persist(queue, offset, oneway=not orderly)
             if self._needs_locks:
                 await self._api.unlock(queue.broker_name, [queue])
@@ -417,11 +423,7 @@ class PushConsumer:
         for worker in self._workers.values():
             worker.pq.dropped = True  # anything still running is discarded, not committed
         with anyio.move_on_after(timeout_s, shield=True):
-            for queue, offset in self.offsets.to_persist(set(self._workers)).items():
-                try:
-                    await self._api.persist(queue, offset, oneway=False)
-                except ProducerError as exc:
-                    log.warning("final offset of %s not stored: %s", queue, exc)
+            await self._persist(final=True)
             if self._needs_locks:
                 await self._unlock_all()
             await self._api.unregister(self.options.connect_timeout_ms)

@@ -1,0 +1,126 @@
+"""``python -m producer dlq list|show|redrive --group G --namesrv ADDR``: a group's
+dead-letter queue (``%DLQ%<G>``), read without changing it, and chosen messages
+published again to their original topic with a fresh retry budget.
+
+Exit status: 0 done; 1 a re-drive send failed; 2 bad arguments or an id not in the queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import TextIO
+
+from producer import Producer
+from producer.cli.common import positive_int
+from producer.consumer import DeadLetter, DeadLetterQueue
+from producer.errors import LocalProtocolError, ProducerError
+
+__all__ = ["add_dlq_arguments", "run_dlq"]
+
+EXIT_FAILED, EXIT_USAGE = 1, 2
+PREVIEW_BYTES = 60
+
+
+def add_dlq_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, text in (
+        ("list", "one line per dead letter"),
+        ("show", "every detail of the given messages"),
+        ("redrive", "publish the given messages again to their original topic"),
+    ):
+        sub = actions.add_parser(name, help=text, description=text)
+        sub.add_argument("--group", required=True, metavar="G", help="the consumer group")
+        sub.add_argument("--namesrv", required=True, metavar="ADDR", help="host:port[;host:port]")
+        if name == "list":
+            sub.add_argument("--limit", type=positive_int, default=None, metavar="N")
+        else:
+            sub.add_argument("msg_ids", nargs="*", metavar="MSG_ID", help="msg ids (UNIQ_KEY)")
+        if name == "redrive":
+            sub.add_argument("--all", action="store_true", help="every dead letter of the group")
+            sub.add_argument("--producer-group", default="dlq-redrive", metavar="PG")
+    return parser
+
+
+async def run_dlq(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        async with DeadLetterQueue(args.group, args.namesrv) as dlq:
+            if args.action == "list":
+                return _list(await dlq.read(args.limit), dlq.topic, out)
+            letters = await _chosen(dlq, args)
+            if args.action == "show":
+                for letter in letters:
+                    _show(letter, out)
+                return 0
+            return await _redrive(dlq, letters, args.producer_group, args.namesrv, out)
+    except LocalProtocolError as exc:
+        print(f"error: {exc}", file=out)
+        return EXIT_USAGE
+
+
+async def _chosen(dlq: DeadLetterQueue, args: argparse.Namespace) -> list[DeadLetter]:
+    if getattr(args, "all", False):
+        if args.msg_ids:
+            raise LocalProtocolError("give message ids or --all, not both")
+        return await dlq.read()
+    if not args.msg_ids:
+        raise LocalProtocolError(
+            f"name the messages (MSG_ID ...){' or --all' * (args.action == 'redrive')}"
+        )
+    return await dlq.find(args.msg_ids)
+
+
+def _list(letters: list[DeadLetter], topic: str, out: TextIO) -> int:
+    print(f"{len(letters)} message(s) in {topic}", file=out)
+    for letter in letters:
+        m = letter.message
+        print(
+            f"{m.msg_id}  topic={letter.original_topic or '?'}  tries={m.reconsume_times}  "
+            f"stored={_when(m.store_timestamp)}  {_preview(m.body)}",
+            file=out,
+        )
+    return 0
+
+
+def _show(letter: DeadLetter, out: TextIO) -> None:
+    m = letter.message
+    print(f"msg_id: {m.msg_id}", file=out)
+    print(f"original topic: {letter.original_topic or '?'}", file=out)
+    print(f"dead-letter queue: {m.queue} offset {m.queue_offset}", file=out)
+    print(f"failed deliveries: {m.reconsume_times}", file=out)
+    print(f"born: {_when(m.born_timestamp)} at {m.born_host}", file=out)
+    print(f"stored: {_when(m.store_timestamp)} at {m.store_host}", file=out)
+    for name, value in sorted(m.properties.items()):
+        print(f"  {name} = {value}", file=out)
+    print(f"body ({len(m.body)} bytes): {_preview(m.body, len(m.body))}", file=out)
+    print(file=out)
+
+
+async def _redrive(
+    dlq: DeadLetterQueue, letters: list[DeadLetter], group: str, namesrv: str, out: TextIO
+) -> int:
+    for letter in letters:
+        letter.redrive_message()  # every one checked before the first is sent
+    failed = 0
+    async with Producer(group, namesrv) as producer:
+        for letter in letters:
+            try:
+                (result,) = await dlq.redrive([letter], producer)
+            except ProducerError as exc:
+                failed += 1
+                print(f"{letter.msg_id}  FAILED {type(exc).__name__}: {exc}", file=out)
+                continue
+            print(f"{letter.msg_id}  -> {result.queue} offset={result.queue_offset}", file=out)
+    print(f"re-driven {len(letters) - failed} of {len(letters)}", file=out)
+    return EXIT_FAILED if failed else 0
+
+
+def _when(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(
+        timespec="milliseconds"
+    )
+
+
+def _preview(body: bytes, size: int = PREVIEW_BYTES) -> str:
+    text = body[:size].decode("utf-8", errors="replace")
+    return repr(text) + ("..." if len(body) > size else "")

@@ -1,0 +1,55 @@
+"""The connections a consumer-side client needs: a pool (serving broker requests with
+``handler``), the one remoting door, routes from the name servers, and the broker API.
+The push consumer and the dead-letter reader open them the same way."""
+
+from __future__ import annotations
+
+import random
+import ssl
+from dataclasses import dataclass
+
+from producer._client.clock import Clock
+from producer._client.remoting import RemotingClient
+from producer._client.routes import RouteTable
+from producer._remoting.acl import RequestSigner
+from producer._remoting.request_table import RequestHandler, not_supported
+from producer._transport import ConnectionPool, Runtime
+from producer.consumer._broker_api import BrokerApi
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who connects, and how."""
+
+    group: str
+    client_id: str
+    namesrv_addrs: list[str]
+    signer: RequestSigner | None
+    tls: ssl.SSLContext | None
+    connect_timeout_ms: float
+
+
+async def open_api(
+    runtime: Runtime,
+    who: Identity,
+    clock: Clock,
+    rng: random.Random,
+    handler: RequestHandler = not_supported,
+) -> tuple[ConnectionPool, BrokerApi]:
+    """An open pool (close it with ``__aexit__``) and the API over it."""
+    pool = ConnectionPool(
+        runtime.connector(ssl=who.tls, handler=handler),
+        connect_timeout_ms=who.connect_timeout_ms,
+    )
+    await pool.__aenter__()
+    client = RemotingClient(
+        pool,
+        clock,
+        connect_timeout_ms=who.connect_timeout_ms,
+        outgoing=() if who.signer is None else (who.signer,),
+    )
+    routes = RouteTable(who.namesrv_addrs, client, clock, rng, auto_create_topic=False)
+    api = BrokerApi(
+        group=who.group, client_id=who.client_id, client=client, routes=routes, clock=clock, rng=rng
+    )
+    return pool, api

@@ -1,0 +1,181 @@
+"""Reading a group's dead-letter queue and sending chosen messages back to their topic.
+
+``%DLQ%<group>`` is an ordinary topic (one queue per broker that dead-lettered, perm 6):
+it is read here with plain pulls that carry their own subscription (no heartbeat, no
+offset committed, nothing changed), from each queue's minimum offset to its maximum.
+Re-driving publishes a copy to the message's original topic (its ``RETRY_TOPIC``) under
+its first ``msg_id``, with a fresh retry budget: a new message starts at 0 reconsumes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import ssl as ssl_module
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+from producer._client.clock import Clock, LoopClock
+from producer._client.host import local_ipv4
+from producer._client.routes import parse_namesrv
+from producer._consume.message import ReceivedMessage, dlq_topic, received_message
+from producer._producer import Producer
+from producer._remoting.acl import Credentials, signer_for
+from producer._remoting.consumer_requests import PullParams, PullStatus
+from producer._remoting.message import Message, MessageQueue
+from producer._remoting.properties import KEYS, RESERVED_PROPERTY_NAMES, RETRY_TOPIC, TAGS
+from producer._remoting.validation import check_group
+from producer._send.result import SendResult
+from producer._transport import ConnectionPool, current_runtime
+from producer._transport.base import client_tls
+from producer.consumer._broker_api import BrokerApi
+from producer.consumer._connect import Identity, open_api
+from producer.errors import LocalProtocolError, NoRouteError
+
+__all__ = ["DeadLetterQueue"]
+
+PULL_BATCH = 32
+READ_TIMEOUT_MS = 5000.0
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One message of a dead-letter queue, and the topic it died on."""
+
+    message: ReceivedMessage
+    original_topic: str | None  # RETRY_TOPIC; None if the message does not say
+
+    @property
+    def msg_id(self) -> str:
+        return self.message.msg_id
+
+    def redrive_message(self) -> Message:
+        """The copy to publish: same body, tags, keys, user properties and msg_id."""
+        if self.original_topic is None:
+            raise LocalProtocolError(
+                f"dead letter {self.msg_id} has no RETRY_TOPIC property: its topic is unknown"
+            )
+        props = self.message.properties
+        user = {k: v for k, v in props.items() if k not in RESERVED_PROPERTY_NAMES}
+        keys = props.get(KEYS)
+        return Message(
+            self.original_topic,
+            self.message.body,
+            tags=props.get(TAGS),
+            keys=keys.split() if keys else None,
+            properties=user,
+            msg_id=self.msg_id,
+        )
+
+
+class DeadLetterQueue:
+    """``async with DeadLetterQueue("my-group", namesrv) as dlq: await dlq.read()``."""
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | list[str],
+        *,
+        credentials: Credentials | None = None,
+        ssl: bool | ssl_module.SSLContext | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        connect_timeout_ms: float = 3000.0,
+    ) -> None:
+        check_group(group)
+        self.group = group
+        self.topic = dlq_topic(group)
+        self._who = Identity(
+            group,
+            f"{local_ipv4()}@dlq-{os.getpid()}",
+            parse_namesrv(namesrv),
+            signer_for(credentials),
+            client_tls(ssl),
+            connect_timeout_ms,
+        )
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._pool: ConnectionPool | None = None
+        self._api: BrokerApi | None = None
+
+    def __repr__(self) -> str:
+        return f"DeadLetterQueue({self.topic!r}, {'open' if self._api else 'closed'})"
+
+    async def __aenter__(self) -> DeadLetterQueue:
+        runtime = current_runtime()
+        clock = self._clock or LoopClock(runtime.loop_time)
+        self._pool, self._api = await open_api(runtime, self._who, clock, self._rng)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._pool is not None:
+            await self._pool.__aexit__(None, None, None)
+        self._pool = self._api = None
+
+    async def read(self, limit: int | None = None) -> list[DeadLetter]:
+        """Every message of the dead-letter queue (oldest first per queue), up to ``limit``.
+        An empty list when the group never dead-lettered anything."""
+        api = self._open_api()
+        try:
+            queues = (await api.refresh(self.topic)).queues
+        except NoRouteError:
+            return []  # created on the first dead letter: none yet
+        found: list[DeadLetter] = []
+        for queue in queues:
+            found += await self._read_queue(
+                api, queue, None if limit is None else limit - len(found)
+            )
+            if limit is not None and len(found) >= limit:
+                break
+        return found
+
+    async def find(self, msg_ids: Sequence[str]) -> list[DeadLetter]:
+        """The dead letters with these ids; raises if one is not in the queue."""
+        by_id = {letter.msg_id: letter for letter in await self.read()}
+        missing = [i for i in msg_ids if i not in by_id]
+        if missing:
+            raise LocalProtocolError(f"not in {self.topic}: {', '.join(missing)}")
+        return [by_id[i] for i in msg_ids]
+
+    async def redrive(self, letters: Sequence[DeadLetter], producer: Producer) -> list[SendResult]:
+        """Publish each letter's copy to its original topic through ``producer``."""
+        copies = [letter.redrive_message() for letter in letters]  # all checked first
+        return [await producer.send(copy) for copy in copies]
+
+    async def _read_queue(
+        self, api: BrokerApi, queue: MessageQueue, limit: int | None
+    ) -> list[DeadLetter]:
+        offset, end = await api.min_offset(queue), await api.max_offset(queue)
+        found: list[DeadLetter] = []
+        while offset < end and (limit is None or len(found) < limit):
+            params = PullParams(
+                group=self.group,
+                queue=queue,
+                offset=offset,
+                max_messages=PULL_BATCH,
+                commit_offset=0,
+                suspend_timeout_ms=0,
+                sub_version=0,
+                commit=False,
+                suspend=False,
+                expression="*",
+            )
+            result = await api.pull(params, READ_TIMEOUT_MS)
+            if result.status is not PullStatus.FOUND:
+                break
+            for record in result.records:
+                message = received_message(record, queue.broker_name, record.inflated_body())
+                found.append(DeadLetter(message, message.properties.get(RETRY_TOPIC)))
+            offset = result.next_begin_offset
+        return found if limit is None else found[:limit]
+
+    def _open_api(self) -> BrokerApi:
+        if self._api is None:
+            raise LocalProtocolError("use `async with DeadLetterQueue(...)` before reading it")
+        return self._api
