@@ -154,6 +154,7 @@ class Producer:
         self._planner: Planner | None = None
         self._batching: BatchSends | None = None
         self._maintenance: Maintenance | None = None
+        self._telemetry = Telemetry(self.group)
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -163,8 +164,7 @@ class Producer:
             "use producer.blocking.Producer"
         )
 
-    def __exit__(self, *exc_info: object) -> None:  # pragma: no cover - __enter__ raises
-        return None
+    def __exit__(self, *exc_info: object) -> None: ...  # pragma: no cover - never entered
 
     def __del__(self, _warn: Any = warnings.warn) -> None:
         if getattr(self, "state", None) is ProducerState.RUNNING:
@@ -221,7 +221,7 @@ class Producer:
             router=self.router,
             limiter=self._limiter,
             hooks=self._hooks,
-            telemetry=Telemetry(self.group),
+            telemetry=self._telemetry,
             clock=self._clock,
         )
         self._maintenance = Maintenance(
@@ -331,8 +331,9 @@ class Producer:
     ) -> SendResult:
         """One SEND_BATCH_MESSAGE for messages of one topic; ``result.msg_ids`` lists them."""
         self._check_open()
-        keys = [m.msg_id or self._next_uniq_key() for m in messages]
-        prepared = self._factory.prepare_batch(list(messages), keys)
+        keys = [m.msg_id or self._uniq_keys.next_id(self._clock.wall_ms()) for m in messages]
+        traced = [self._telemetry.carry_context(m) for m in messages]
+        prepared = self._factory.prepare_batch(traced, keys)
         return _answered(await self._run(SendJob(prepared, messages[0]), SendMode.SYNC, timeout_ms))
 
     def send_async(
@@ -400,14 +401,12 @@ class Producer:
                 "or use producer.blocking.Producer from threads"
             )
 
-    def _next_uniq_key(self) -> str:
-        return self._uniq_keys.next_id(self._clock.wall_ms())
-
     def _prepare(self, message: Message) -> PreparedMessage:
         self._check_open()
         if not isinstance(message, Message):
             raise LocalProtocolError(f"expected a producer.Message, got {type(message).__name__}")
-        return self._factory.prepare(message, message.msg_id or self._next_uniq_key())
+        uniq_key = message.msg_id or self._uniq_keys.next_id(self._clock.wall_ms())
+        return self._factory.prepare(self._telemetry.carry_context(message), uniq_key)
 
     async def _run(
         self, job: SendJob, mode: SendMode, timeout_ms: float | None

@@ -14,11 +14,13 @@ from producer._remoting.consumer_requests import ConsumeFromWhere
 
 __all__ = [
     "LOCK_MAX_LIVE_MS",
+    "EXPIRED_PER_SWEEP",
     "ConsumeStatus",
     "FlowLimits",
     "OrderlyRetry",
     "Settlement",
     "StartFrom",
+    "expired",
     "flow_blocked",
     "lock_valid",
     "orderly_retry",
@@ -27,6 +29,7 @@ __all__ = [
     "suspend_ms",
 ]
 
+EXPIRED_PER_SWEEP = 16  # cleanExpiredMsg looks at this many messages per queue
 LOCK_MAX_LIVE_MS = 30_000.0  # a queue counts as locked this long after the last lock
 SUSPEND_MIN_MS, SUSPEND_MAX_MS = 10, 30_000
 
@@ -132,3 +135,13 @@ def suspend_ms(requested: int | None, default: int) -> int:
 def lock_valid(queue: ProcessQueue, now_ms: float) -> bool:
     """Whether an orderly queue may be consumed: locked, and not longer ago than 30 s."""
     return queue.locked and now_ms - queue.last_lock_ms <= LOCK_MAX_LIVE_MS
+
+
+def expired(queue: ProcessQueue, now_ms: float, timeout_ms: float) -> list[ReceivedMessage]:
+    """``cleanExpiredMsg``: of the first 16 messages held, those whose listener call
+    started more than ``timeout_ms`` ago (a message still waiting for a slot has not)."""
+    return [
+        m
+        for m in queue.head(EXPIRED_PER_SWEEP)
+        if m.consume_start_ms and now_ms - m.consume_start_ms > timeout_ms
+    ]

@@ -6,13 +6,15 @@ semantic-convention attributes, and metrics: send duration, attempts, retries an
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
-from opentelemetry import metrics, trace
+from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from producer._remoting.message import Message
 from producer._send.result import SendResult
 from producer.errors import AttemptRecord, ProducerError
 
@@ -21,6 +23,22 @@ _RECHECK_MS = 1000.0
 # The API's own providers (a proxy until an SDK is set, or explicit no-ops): by class name,
 # as the proxy meter provider's class is private.
 _API_DEFAULTS = ("_Proxy", "NoOp")
+
+
+TRACEPARENT = "traceparent"  # W3C trace context, carried as a user property
+
+
+def with_trace_context(message: Message) -> Message:
+    """``message`` with the current span's trace context (W3C ``traceparent``, through the
+    global propagator) among its properties, so that a consumer's span can link to the
+    trace that sent it. Unchanged when no span is current or it already carries one."""
+    if TRACEPARENT in message.properties:
+        return message
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    if not carrier:
+        return message
+    return dataclasses.replace(message, properties={**message.properties, **carrier})
 
 
 class Telemetry:
@@ -64,6 +82,10 @@ class Telemetry:
     def tracing(self) -> bool:
         """An SDK's tracer provider is installed (spans would be recorded)."""
         return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+    def carry_context(self, message: Message) -> Message:
+        """With tracing on, the message carries the caller's trace context to consumers."""
+        return with_trace_context(message) if self.tracing else message
 
     def start_send(self, topic: str, operation: str) -> Span:
         span = self._tracer.start_span(f"{topic} publish", kind=SpanKind.PRODUCER)

@@ -5,12 +5,12 @@ the broker for a delayed retry through ``%RETRY%<group>`` (CONSUMER.md 2.6, 2.7)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import anyio
 from anyio.abc import TaskGroup
 
-from producer._consume.decisions import ConsumeStatus, settle
+from producer._consume.decisions import ConsumeStatus, expired, settle
 from producer._consume.message import ReceivedMessage
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
@@ -22,6 +22,7 @@ from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")
 SUCCESS = ConsumeStatus.SUCCESS
+EXPIRED_DELAY_LEVEL = 3  # cleanExpiredMsg's sendMessageBack(msg, 3)
 
 
 class ConcurrentConsumption:
@@ -88,6 +89,7 @@ class ConcurrentConsumption:
             settled += outcome.failed  # broadcasting never retries (as Java)
             for message in outcome.failed:
                 log.warning("broadcast message %s failed and is dropped", message.msg_id)
+            self._call.telemetry.count(pq.queue.topic, "dropped", len(outcome.failed))
         else:
             policy = self.options.retry_policy
             for message in outcome.failed:
@@ -106,12 +108,26 @@ class ConcurrentConsumption:
                 message.reconsume_times += 1
             self._start(pq, unsent, self.options.local_retry_delay_ms)
 
+    async def sweep_expired(self, pqs: Iterable[ProcessQueue]) -> None:
+        """Send back messages whose listener call has run longer than ``consume_timeout_ms``
+        (level 3, as Java): the queue's offset can move on. The call may still finish, and
+        its message then arrives twice."""
+        now, timeout = self._now_ms(), self.options.consume_timeout_ms
+        for pq in list(pqs):
+            for message in expired(pq, now, timeout):
+                log.warning("%s: consumed for over %.0f ms; sent back", message.msg_id, timeout)
+                if pq.dropped or not await self._send_back(message, EXPIRED_DELAY_LEVEL):
+                    continue
+                offset = pq.remove([message])
+                if offset >= 0:
+                    self.offsets.update(pq.queue, offset, increase_only=True)
+
     async def _send_back(self, message: ReceivedMessage, delay_level: int) -> bool:
         """CONSUMER_SEND_MSG_BACK; if that fails, the fallback send; ``False`` if both fail."""
         max_times = self.options.max_reconsume_times
         try:
             await self.api.send_back(message, delay_level, max_times)
-            self.sent_back += 1
+            self._sent(message, delay_level)
             return True
         except ProducerError as exc:
             log.warning(
@@ -121,7 +137,7 @@ class ConcurrentConsumption:
             await self.api.send_to_retry_topic(
                 message, max_times, reconsume_times=message.reconsume_times + 1
             )
-            self.sent_back += 1
+            self._sent(message, delay_level)
             return True
         except ProducerError as exc:
             log.warning(
@@ -131,3 +147,14 @@ class ConcurrentConsumption:
                 self.options.local_retry_delay_ms,
             )
             return False
+
+    def _sent(self, message: ReceivedMessage, delay_level: int) -> None:
+        """Counted as the broker will treat it: a retry, or (level -1, or out of attempts)
+        a dead letter."""
+        self.sent_back += 1
+        telemetry = self._call.telemetry
+        if delay_level < 0 or message.reconsume_times >= self.options.max_reconsume_times:
+            telemetry.dead_letter(message.topic)
+        else:
+            telemetry.sent_back(message.topic)
+            telemetry.count(message.topic, "retried", 1)

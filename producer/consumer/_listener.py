@@ -15,6 +15,7 @@ from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage
 from producer._consume.policy import SeenRecently
 from producer._remoting.message import MessageQueue
+from producer.consumer._telemetry import ConsumerTelemetry
 
 log = logging.getLogger("producer.consumer")
 
@@ -56,8 +57,16 @@ class ListenerCall:
     """
 
     def __init__(
-        self, listener: Listener, max_concurrency: int, guard: SeenRecently | None = None
+        self,
+        listener: Listener,
+        max_concurrency: int,
+        *,
+        telemetry: ConsumerTelemetry,
+        clock_ms: Callable[[], float],
+        guard: SeenRecently | None = None,
     ) -> None:
+        self.telemetry = telemetry
+        self._clock_ms = clock_ms
         self._listener = listener
         self._with_context = _takes_context(listener)
         self._is_async = inspect.iscoroutinefunction(listener)
@@ -75,27 +84,42 @@ class ListenerCall:
         for message in repeated:
             log.info("%s was consumed successfully before: not consumed again", message.msg_id)
         self.duplicates += len(repeated)
+        if repeated:
+            self.telemetry.count(repeated[0].topic, "duplicate", len(repeated))
         return fresh, repeated
 
     def remember(self, done: list[ReceivedMessage], now_ms: float) -> None:
+        """``done`` were consumed successfully: counted, and remembered by the guard."""
+        if done:
+            self.telemetry.count(done[0].topic, "consumed", len(done))
         if self._guard is not None:
             self._guard.remember(done, now_ms)
 
     async def __call__(
         self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
     ) -> Verdict:
-        args: tuple[Any, ...] = (batch, context) if self._with_context else (batch,)
         async with self._limiter:
             for message in batch:
                 message.consume_start_ms = now_ms
-            try:
-                if self._is_async:
-                    result = await self._listener(*args)
-                else:
-                    result = await anyio.to_thread.run_sync(self._listener, *args)
-            except Exception as exc:
-                log.exception("listener raised on %d message(s)", len(batch))
-                return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
+            with self.telemetry.processing(context.queue, batch) as span:
+                verdict = await self._run(batch, context)
+                if verdict.error is not None and span.is_recording():
+                    span.record_exception(verdict.error)
+                seconds = (self._clock_ms() - now_ms) / 1000.0
+                topic = batch[0].topic if batch else context.queue.topic
+                self.telemetry.processed(span, topic, verdict.status.value, seconds, len(batch))
+        return verdict
+
+    async def _run(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
+        args: tuple[Any, ...] = (batch, context) if self._with_context else (batch,)
+        try:
+            if self._is_async:
+                result = await self._listener(*args)
+            else:
+                result = await anyio.to_thread.run_sync(self._listener, *args)
+        except Exception as exc:
+            log.exception("listener raised on %d message(s)", len(batch))
+            return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
         if isinstance(result, ConsumeStatus):
             return Verdict(result)
         log.warning("listener returned %r, not a ConsumeStatus: treated as RECONSUME_LATER", result)

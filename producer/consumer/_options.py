@@ -45,6 +45,7 @@ class ConsumerOptions:
     rebalance_interval_ms: float = 20_000.0
     heartbeat_interval_ms: float = 30_000.0
     close_timeout_ms: float = 10_000.0
+    consume_timeout_ms: float = 15 * 60_000.0  # a listener call this old is sent back
     connect_timeout_ms: float = 3000.0
 
     @classmethod

@@ -168,6 +168,7 @@ class OrderlyConsumption:
             return 0.0
         for message in again:
             message.reconsume_times += 1
+        self._call.telemetry.count(pq.queue.topic, "retried", len(again))
         requested = context.suspend_current_queue_time_ms
         return float(suspend_ms(requested, self.options.suspend_current_queue_time_ms))
 
@@ -189,4 +190,5 @@ class OrderlyConsumption:
             log.warning("could not dead-letter %s (%s); consuming it again", message.msg_id, exc)
             return False
         self.sent_back += 1
+        self._call.telemetry.dead_letter(message.topic)
         return True

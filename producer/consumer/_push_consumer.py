@@ -50,6 +50,7 @@ from producer.consumer._offset_stores import (
 from producer.consumer._options import ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
+from producer.consumer._telemetry import ConsumerTelemetry
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -140,6 +141,7 @@ class PushConsumer:
             "in_flight": 0 if c is None else c.in_flight,
             "held": sum(len(w.pq) for w in self._workers.values()),
             "duplicates_dropped": 0 if self._call is None else self._call.duplicates,
+            "lag": sum(w.lag() for w in self._workers.values()),
         }
 
     async def __aenter__(self) -> PushConsumer:
@@ -186,6 +188,8 @@ class PushConsumer:
         self._tg.start_soon(self._every, self.options.persist_interval_ms, self._persist)
         if self._needs_locks:
             self._tg.start_soon(self._every, self.options.lock_interval_ms, self._lock_all)
+        if isinstance(self._consumption, ConcurrentConsumption):
+            self._tg.start_soon(self._every, self.options.consume_timeout_ms, self._sweep)
 
     async def _open(self, runtime: Runtime) -> None:
         assert self._clock is not None and self.listener is not None
@@ -205,7 +209,15 @@ class PushConsumer:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         kind = OrderlyConsumption if self.options.orderly else ConcurrentConsumption
-        self._call = ListenerCall(self.listener, self.options.max_concurrency, self.options.guard())
+        telemetry = ConsumerTelemetry(self.group)
+        telemetry.watch_lag(lambda: [(q, w.lag()) for q, w in self._workers.items()])
+        self._call = ListenerCall(
+            self.listener,
+            self.options.max_concurrency,
+            telemetry=telemetry,
+            clock_ms=self._clock.monotonic_ms,
+            guard=self.options.guard(),
+        )
         self._consumption = kind(
             self._call,
             api=self._api,
@@ -249,6 +261,10 @@ class PushConsumer:
     async def _persist(self, *, final: bool = False) -> None:
         assert self._store is not None
         await self._store.persist(self.offsets.to_persist(set(self._workers)), final=final)
+
+    async def _sweep(self) -> None:
+        assert isinstance(self._consumption, ConcurrentConsumption)
+        await self._consumption.sweep_expired([w.pq for w in self._workers.values()])
 
     @property
     def _needs_locks(self) -> bool:

@@ -60,6 +60,16 @@ class QueueWorker:
         self.consumption = consumption
         self.options = options
         self.scope = anyio.CancelScope()
+        self.broker_max_offset = -1  # the queue's max offset, as of the last pull
+
+    def lag(self) -> int:
+        """Messages in the queue not consumed yet (0 before the first pull)."""
+        if self.broker_max_offset < 0:
+            return 0
+        committed = self.offsets.read(self.pq.queue)
+        return max(
+            0, self.broker_max_offset - (self.next_offset if committed is None else committed)
+        )
 
     def __repr__(self) -> str:
         return f"QueueWorker({self.pq!r}, next={self.next_offset})"
@@ -103,6 +113,7 @@ class QueueWorker:
         if self.pq.dropped:
             return
         self.next_offset = result.next_begin_offset
+        self.broker_max_offset = result.max_offset
         if result.status is PullStatus.FOUND:
             self._found(result.records)
         elif result.status is PullStatus.OFFSET_ILLEGAL:

@@ -12,6 +12,7 @@ from producer._consume.decisions import (
     ConsumeStatus,
     FlowLimits,
     StartFrom,
+    expired,
     flow_blocked,
     lock_valid,
     orderly_retry,
@@ -248,3 +249,15 @@ def test_seen_recently_remembers_successes_for_its_window_and_size() -> None:
     assert len(guard) == 2 and guard.split([a], now_ms=2000) == ([a], [])  # oldest dropped
     with pytest.raises(InvalidOptionError, match="idempotency_window_ms"):
         SeenRecently(0)
+
+
+def test_expired_are_the_head_messages_whose_call_started_too_long_ago() -> None:
+    pq = ProcessQueue(Q)
+    batch = [message(o) for o in range(20)]
+    pq.put(batch)
+    for m in batch:
+        m.consume_start_ms = 1_000.0
+    batch[1].consume_start_ms = 0.0  # still waiting for a listener slot: not started
+    found = [m.queue_offset for m in expired(pq, now_ms=1_000.0 + 900_001, timeout_ms=900_000)]
+    assert found == [o for o in range(16) if o != 1]  # the first 16 held, as Java looks
+    assert expired(pq, now_ms=1_000.0 + 900_000, timeout_ms=900_000) == []

@@ -307,3 +307,27 @@ async def test_the_idempotency_guard_drops_a_redelivered_success(
     expected = 1 if window else 2
     assert seen.count(msg_id) == expected
     assert c.stats["duplicates_dropped"] == 2 - expected
+
+
+async def test_a_listener_stuck_past_the_consume_timeout_is_sent_back(cluster: DevCluster) -> None:
+    """Java's cleanExpiredMsg: the stuck message goes back (level 3) so the offset moves on;
+    the stuck call may still finish, and the message is then consumed twice."""
+    (msg_id,) = await publish(cluster, [b"slow"])
+    release = anyio.Event()
+    calls: list[int] = []
+
+    async def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        calls.append(messages[0].reconsume_times)
+        if len(calls) == 1:
+            await release.wait()  # stuck until the copy has been consumed
+        return ConsumeStatus.SUCCESS
+
+    async with consumer(cluster, listener, consume_timeout_ms=200) as c:
+        await until(lambda: calls == [0, 1])  # the copy arrived while the first call hangs
+        queue = next(q for q in c.assigned_queues if q.topic == "Orders" and c.offsets.read(q))
+        assert c.offsets.read(queue) == 1  # the offset passed the stuck message
+        release.set()
+        await until(lambda: c.stats["in_flight"] == 0)
+    (copy,) = cluster.messages("%RETRY%cg")
+    assert copy.uniq_key == msg_id and copy.properties["DELAY"] == "3"
+    assert calls == [0, 1]
