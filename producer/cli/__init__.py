@@ -5,6 +5,7 @@
 * ``cluster`` - run the dev cluster (``producer.testing``) until interrupted.
 * ``bench``   - run a benchmark from the source tree's ``benchmarks/`` package.
 * ``dlq``     - list, show and re-drive a consumer group's dead letters.
+* ``consume-demo`` - retries, delay levels, the DLQ and a re-drive, live, in-process.
 
 Each command's core is an ``async def`` taking the parsed arguments (tests await it);
 :func:`main` parses ``argv`` and runs it on asyncio. Bad arguments exit with status 2.
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from producer import __version__
 from producer.cli.cluster import add_cluster_arguments, run_cluster_cli
 from producer.cli.common import run_command
+from producer.cli.consume_demo import add_consume_demo_arguments, run_consume_demo
 from producer.cli.dlq import add_dlq_arguments, run_dlq
 from producer.cli.send import add_send_arguments, run_send
 
@@ -63,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
             help="list, show or re-drive a consumer group's dead letters",
             description="Read %%DLQ%%<group> without changing it; re-drive chosen messages "
             "to their original topic with a fresh retry budget.",
+        )
+    )
+    add_consume_demo_arguments(
+        commands.add_parser(
+            "consume-demo",
+            help="watch a consumer retry, dead-letter and re-drive messages",
+            description="Publish orders to an in-process dev cluster and consume them with "
+            "failures: retries through %%RETRY%%, the DLQ, a re-drive, and a verdict.",
         )
     )
     bench = commands.add_parser(
@@ -109,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command(lambda stop: run_send(args, stop=stop))
     if args.command == "dlq":
         return run_command(lambda stop: run_dlq(args, sys.stdout))
+    if args.command == "consume-demo":
+        return run_command(lambda stop: run_consume_demo(args, sys.stdout))
     if not _has_rich():
         print(f"error: the demo needs rich: {CLI_EXTRA}", file=sys.stderr)
         return 2
