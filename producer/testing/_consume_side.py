@@ -2,6 +2,7 @@
 
 Requests: PULL_MESSAGE (checks in the broker's order, tag-hash filtering, long polling,
 offsets piggy-backed on pulls), QUERY/UPDATE_CONSUMER_OFFSET, GET_MIN_OFFSET,
+GET_EARLIEST_MSG_STORETIME,
 SEARCH_OFFSET_BY_TIMESTAMP, GET_CONSUMER_LIST_BY_GROUP, CONSUMER_SEND_MSG_BACK,
 LOCK/UNLOCK_BATCH_MQ; heartbeats register consumers, create ``%RETRY%<group>`` and
 notify the group (NOTIFY_CONSUMER_IDS_CHANGED, a oneway request the broker starts).
@@ -77,11 +78,16 @@ CONSUME_CODES = frozenset(
         RequestCode.UPDATE_CONSUMER_OFFSET,
         RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
         RequestCode.GET_MIN_OFFSET,
+        RequestCode.GET_EARLIEST_MSG_STORETIME,
         RequestCode.GET_CONSUMER_LIST_BY_GROUP,
         RequestCode.CONSUMER_SEND_MSG_BACK,
         RequestCode.LOCK_BATCH_MQ,
         RequestCode.UNLOCK_BATCH_MQ,
     }
+)
+# Handlers that answer with createResponseCommand(null): no ext fields even when refusing.
+_NO_RESPONSE_HEADER = frozenset(
+    {RequestCode.CONSUMER_SEND_MSG_BACK, RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ}
 )
 VERSION_HONOURS_MAX_RECONSUME = 121  # MQVersion V3_4_9
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
@@ -141,7 +147,9 @@ class ConsumeSide:
         try:
             return self._dispatch(request, channel)
         except Refused as refused:
-            return request.make_response(refused.code, remark=refused.remark)
+            # A refusal carries the handler's empty response header, if it has one.
+            fields: dict[str, str] | None = None if request.code in _NO_RESPONSE_HEADER else {}
+            return request.make_response(refused.code, remark=refused.remark, ext_fields=fields)
 
     def _dispatch(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         code = request.code
@@ -156,6 +164,12 @@ class ConsumeSide:
         if code == RequestCode.GET_MIN_OFFSET:
             need(request, "topic")
             return offset_answer(request, 0)
+        if code == RequestCode.GET_EARLIEST_MSG_STORETIME:
+            topic, queue_id = need(request, "topic"), int_field(request, "queueId")
+            earliest = self.store.earliest_store_time(topic, queue_id)
+            return request.make_response(
+                ResponseCode.SUCCESS, ext_fields={"timestamp": str(earliest)}
+            )
         if code == RequestCode.SEARCH_OFFSET_BY_TIMESTAMP:
             topic, queue_id = need(request, "topic"), int_field(request, "queueId")
             found = self.store.offset_by_time(topic, queue_id, int_field(request, "timestamp"))
@@ -238,8 +252,14 @@ class ConsumeSide:
         offset = int_field(request, "queueOffset")
         max_count = max(1, int_field(request, "maxMsgNums"))
         sys_flag = int_field(request, "sysFlag")
-        self._pull_checks(group, topic, queue_id)
+        self._pull_checks(group, topic, queue_id, channel.peer)
         subscription = self._pull_subscription(request, group, topic, sys_flag)
+        expression_type = request.field("expressionType") or "TAG"
+        if expression_type != "TAG":  # enablePropertyFilter=false, the default
+            raise Refused(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type}",
+            )
         code, status, next_offset, found = get_messages(
             self.store, topic, queue_id, offset, max_count, subscription
         )
@@ -259,7 +279,7 @@ class ConsumeSide:
         body = b"".join(encode_record(pulled_record(m)) for m in found)
         return request.make_response(code, ext_fields=fields, body=body, remark=status)
 
-    def _pull_checks(self, group: str, topic: str, queue_id: int) -> None:
+    def _pull_checks(self, group: str, topic: str, queue_id: int, peer: str) -> None:
         config = self.registry.group(group)
         assert config is not None  # auto-created, as autoCreateSubscriptionGroup=true
         if not config.consume_enable:
@@ -267,7 +287,8 @@ class ConsumeSide:
         topic_config = self.store.topic(topic)
         if topic_config is None:
             raise Refused(
-                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! {_FAQ}",
             )
         if not topic_config.perm & PERM_READ:
             raise Refused(
@@ -277,7 +298,7 @@ class ConsumeSide:
             raise Refused(
                 ResponseCode.SYSTEM_ERROR,
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] "
-                f"topicConfig.readQueueNums:[{topic_config.read_queue_nums}] consumer:[?]",
+                f"topicConfig.readQueueNums:[{topic_config.read_queue_nums}] consumer:[/{peer}]",
             )
 
     def _pull_subscription(

@@ -226,6 +226,12 @@ class BrokerStore:
         """``lookMessageByOffset``: the message stored at a commit-log offset."""
         return self._by_commit_offset.get(commit_log_offset)
 
+    def earliest_store_time(self, topic: str, queue_id: int) -> int:
+        """``getEarliestMessageTime``: the store time of the queue's first message, -1 if
+        it has none."""
+        queue = self._queues.get((topic, queue_id))
+        return queue[0].store_timestamp if queue else -1
+
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """``getOffsetInQueueByTime``: the offset whose store time is closest to
         ``timestamp_ms`` (the last message's for a later time, 0 for an unknown queue)."""
