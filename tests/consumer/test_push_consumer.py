@@ -18,7 +18,7 @@ from producer.consumer import (
     ReceivedMessage,
 )
 from producer.errors import InvalidOptionError, LocalProtocolError
-from producer.testing import DevCluster
+from producer.testing import DevCluster, FaultSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -331,3 +331,73 @@ async def test_a_listener_stuck_past_the_consume_timeout_is_sent_back(cluster: D
     (copy,) = cluster.messages("%RETRY%cg")
     assert copy.uniq_key == msg_id and copy.properties["DELAY"] == "3"
     assert calls == [0, 1]
+
+
+async def test_delay_level_one_is_the_level_the_retry_waits(cluster: DevCluster) -> None:
+    await publish(cluster, [b"soon"])
+    deliveries: list[ReceivedMessage] = []
+
+    def listener(messages: list[ReceivedMessage], context: ConsumeContext) -> ConsumeStatus:
+        deliveries.extend(messages)
+        context.delay_level = 1
+        return ConsumeStatus.RECONSUME_LATER if len(deliveries) == 1 else ConsumeStatus.SUCCESS
+
+    async with consumer(cluster, listener):
+        await until(lambda: len(deliveries) == 2)
+    assert deliveries[1].properties["DELAY"] == "1"  # the listener's level, not 3
+
+
+async def test_when_send_back_and_its_fallback_fail_the_message_is_consumed_locally(
+    cluster: DevCluster,
+) -> None:
+    (msg_id,) = await publish(cluster, [b"stranded"])
+    for name in cluster.broker_names:  # every send, the fallback's too, is refused
+        await cluster.set_fault(name, FaultSpec(error_code=14))
+    deliveries: list[ReceivedMessage] = []
+    committed_while_waiting: list[int | None] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        deliveries.extend(messages)
+        if len(deliveries) == 1:
+            broker = cluster._handlers[messages[0].queue.broker_name]
+            broker.store._by_commit_offset.clear()  # type: ignore[union-attr]  # send-back fails
+            return ConsumeStatus.RECONSUME_LATER
+        queue = messages[0].queue
+        offsets = cluster.consumer_offsets(queue.broker_name).get("Orders@cg", {})
+        committed_while_waiting.append(offsets.get(queue.queue_id))
+        return ConsumeStatus.SUCCESS
+
+    async with consumer(cluster, listener, local_retry_delay_ms=200):
+        await until(lambda: len(deliveries) == 2)
+    first, again = deliveries
+    assert again.msg_id == msg_id and again.queue == first.queue  # not through %RETRY%
+    assert again.reconsume_times == 1
+    assert committed_while_waiting in ([None], [first.queue_offset])  # held, never passed
+    assert cluster.messages("%RETRY%cg") == []
+
+
+async def test_tags_are_filtered_by_hash_on_the_broker_and_exactly_on_the_client(
+    cluster: DevCluster,
+) -> None:
+    # "Aa" and "BB" have the same Java hashCode: the broker's tag-code filter lets "BB"
+    # through, and the client's exact re-filter drops it.
+    for tag in ("Aa", "BB", "TagB", "TagC"):
+        await publish(cluster, [tag.encode()], tags=tag)
+    seen: list[bytes] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        seen.extend(m.body for m in messages)
+        return ConsumeStatus.SUCCESS
+
+    c = PushConsumer("cg", cluster.namesrv_addr, listener=listener, consume_from="first", **FAST)
+    c.subscribe("Orders", "Aa || TagB")
+
+    def consumed_to_the_end() -> bool:
+        total = 0
+        for queue in c.assigned_queues:
+            if queue.topic == "Orders":
+                total += c.offsets.read(queue) or 0
+        return total == 4  # filtered messages are passed over too (correctTagsOffset)
+
+    async with c:
+        await until(lambda: sorted(seen) == [b"Aa", b"TagB"] and consumed_to_the_end())
