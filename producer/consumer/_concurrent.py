@@ -5,19 +5,16 @@ the broker for a delayed retry through ``%RETRY%<group>`` (CONSUMER.md 2.6, 2.7)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import anyio
-from anyio.abc import TaskGroup
 
 from producer._consume.decisions import ConsumeStatus, expired, settle
 from producer._consume.message import ReceivedMessage
-from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import MessageModel
-from producer.consumer._broker_api import BrokerApi
-from producer.consumer._listener import ConsumeContext, InFlight, ListenerCall, Verdict
-from producer.consumer._options import ConsumerOptions
+from producer.consumer._consumption import Consumption
+from producer.consumer._listener import ConsumeContext, Verdict
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -25,32 +22,8 @@ SUCCESS = ConsumeStatus.SUCCESS
 EXPIRED_DELAY_LEVEL = 3  # cleanExpiredMsg's sendMessageBack(msg, 3)
 
 
-class ConcurrentConsumption:
+class ConcurrentConsumption(Consumption):
     """Runs the listener with bounded concurrency and settles each batch."""
-
-    def __init__(
-        self,
-        call: ListenerCall,
-        *,
-        api: BrokerApi,
-        offsets: OffsetTable,
-        options: ConsumerOptions,
-        tg: TaskGroup,
-        now_ms: Callable[[], float],
-    ) -> None:
-        self.api = api
-        self.offsets = offsets
-        self.options = options
-        self.tg = tg
-        self._now_ms = now_ms
-        self._call = call
-        self._tasks = InFlight()
-        self.consumed = 0
-        self.sent_back = 0
-
-    @property
-    def in_flight(self) -> int:
-        return self._tasks.count
 
     def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
         size = self.options.consume_batch_size
@@ -60,9 +33,6 @@ class ConcurrentConsumption:
     def _start(self, pq: ProcessQueue, batch: list[ReceivedMessage], delay_ms: float = 0) -> None:
         self._tasks.enter()
         self.tg.start_soon(self._run, pq, batch, delay_ms)
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
 
     async def _run(self, pq: ProcessQueue, batch: list[ReceivedMessage], delay_ms: float) -> None:
         try:

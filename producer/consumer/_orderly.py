@@ -10,10 +10,10 @@ the broker turns into a dead letter. The offset moves only past a settled head.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 
 from producer._consume.decisions import (
     ConsumeStatus,
@@ -23,13 +23,12 @@ from producer._consume.decisions import (
     suspend_ms,
 )
 from producer._consume.message import ReceivedMessage
-from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import MessageModel
 from producer._remoting.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
-from producer.consumer._listener import ConsumeContext, InFlight, ListenerCall
-from producer.consumer._options import ConsumerOptions
+from producer.consumer._consumption import Consumption
+from producer.consumer._listener import ConsumeContext, ListenerCall
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -53,34 +52,13 @@ async def lock_queues(
             log.info("%s: the broker did not lock %s for us", api.group, queue)
 
 
-class OrderlyConsumption:
+class OrderlyConsumption(Consumption):
     """Per queue, one task that takes the head of the queue in order."""
 
-    def __init__(
-        self,
-        call: ListenerCall,
-        *,
-        api: BrokerApi,
-        offsets: OffsetTable,
-        options: ConsumerOptions,
-        tg: TaskGroup,
-        now_ms: Callable[[], float],
-    ) -> None:
-        self.api = api
-        self.offsets = offsets
-        self.options = options
-        self.tg = tg
-        self._now_ms = now_ms
-        self._call = call
-        self._tasks = InFlight()
+    def __init__(self, call: ListenerCall, **parts: Any) -> None:
+        super().__init__(call, **parts)
         self._draining: set[MessageQueue] = set()
         self._consuming: dict[MessageQueue, anyio.Lock] = {}
-        self.consumed = 0
-        self.sent_back = 0  # dead letters sent through %RETRY%
-
-    @property
-    def in_flight(self) -> int:
-        return self._tasks.count
 
     @property
     def _locks_needed(self) -> bool:
@@ -92,9 +70,6 @@ class OrderlyConsumption:
         self._draining.add(pq.queue)
         self._tasks.enter()
         self.tg.start_soon(self._drain, pq)
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
 
     async def hand_over(self, pq: ProcessQueue) -> bool:
         """Stop consuming ``pq`` after the batch in flight settles (its offset with it);

@@ -112,6 +112,29 @@ def offset_answer(request: RemotingCommand, offset: int) -> RemotingCommand:
     return request.make_response(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
 
 
+QUEUE_QUERIES = frozenset(
+    {
+        RequestCode.GET_MIN_OFFSET,
+        RequestCode.GET_EARLIEST_MSG_STORETIME,
+        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+    }
+)
+
+
+def queue_query(request: RemotingCommand, store: BrokerStore) -> RemotingCommand:
+    """GET_MIN_OFFSET (always 0: nothing ages out), GET_EARLIEST_MSG_STORETIME, and
+    SEARCH_OFFSET_BY_TIMESTAMP of one queue."""
+    topic = need(request, "topic")
+    if request.code == RequestCode.GET_MIN_OFFSET:
+        return offset_answer(request, 0)
+    queue_id = int_field(request, "queueId")
+    if request.code == RequestCode.GET_EARLIEST_MSG_STORETIME:
+        earliest = str(store.earliest_store_time(topic, queue_id))
+        return request.make_response(ResponseCode.SUCCESS, ext_fields={"timestamp": earliest})
+    found = store.offset_by_time(topic, queue_id, int_field(request, "timestamp"))
+    return offset_answer(request, found)
+
+
 def pulled_record(message: StoredMessage) -> StoreRecord:
     """The commit-log record a pull returns for ``message``."""
     body = message.body

@@ -38,6 +38,7 @@ from producer._remoting.properties import (
 from producer._remoting.store_record import encode_record
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer.testing._consume_fields import (
+    QUEUE_QUERIES,
     ConsumerDataWire,
     Refused,
     get_messages,
@@ -49,6 +50,7 @@ from producer.testing._consume_fields import (
     offset_answer,
     pending_copy,
     pulled_record,
+    queue_query,
     registered_subscription,
 )
 from producer.testing._groups import (
@@ -161,19 +163,8 @@ class ConsumeSide:
             group, topic, queue_id = group_queue(request)
             self.offsets.commit(group, topic, queue_id, int_field(request, "commitOffset"))
             return request.make_response(ResponseCode.SUCCESS, ext_fields={})
-        if code == RequestCode.GET_MIN_OFFSET:
-            need(request, "topic")
-            return offset_answer(request, 0)
-        if code == RequestCode.GET_EARLIEST_MSG_STORETIME:
-            topic, queue_id = need(request, "topic"), int_field(request, "queueId")
-            earliest = self.store.earliest_store_time(topic, queue_id)
-            return request.make_response(
-                ResponseCode.SUCCESS, ext_fields={"timestamp": str(earliest)}
-            )
-        if code == RequestCode.SEARCH_OFFSET_BY_TIMESTAMP:
-            topic, queue_id = need(request, "topic"), int_field(request, "queueId")
-            found = self.store.offset_by_time(topic, queue_id, int_field(request, "timestamp"))
-            return offset_answer(request, found)
+        if code in QUEUE_QUERIES:
+            return queue_query(request, self.store)
         if code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
             return self._consumer_list(request)
         if code == RequestCode.CONSUMER_SEND_MSG_BACK:

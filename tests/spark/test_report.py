@@ -128,6 +128,8 @@ def test_render_prints_every_table_and_plots_the_brokers(known: DataFrame, tmp_p
 
 def test_a_real_run_reports_on_its_brokers(spark: SparkSession, cluster: DevClusterThread) -> None:
     df = spark.range(300, numPartitions=2).selectExpr("id", "CAST(id AS STRING) AS body")
-    report = latency_report(publish(df, body_col="body", id_col="id", **options(cluster)))
+    # Round robin: adaptive routing may leave a broker out of 300 sends (issue 10's cold start).
+    rr = options(cluster, producer_options={"routing": "off"})
+    report = latency_report(publish(df, body_col="body", id_col="id", **rr))
     assert report.overall.first().rows == 300 and report.overall.first().success_rate == 1.0
     assert {r.broker for r in report.per_broker.collect()} == set(cluster.broker_names)

@@ -1,0 +1,49 @@
+"""What concurrent and orderly consumption hold alike: the listener call, the broker API,
+the offsets they move, the options, the task group their tasks run in, and counts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from anyio.abc import TaskGroup
+
+from producer._consume.message import ReceivedMessage
+from producer._consume.offsets import OffsetTable
+from producer._consume.process_queue import ProcessQueue
+from producer.consumer._broker_api import BrokerApi
+from producer.consumer._listener import InFlight, ListenerCall
+from producer.consumer._options import ConsumerOptions
+
+
+class Consumption:
+    """Base of :class:`ConcurrentConsumption` and :class:`OrderlyConsumption`."""
+
+    def __init__(
+        self,
+        call: ListenerCall,
+        *,
+        api: BrokerApi,
+        offsets: OffsetTable,
+        options: ConsumerOptions,
+        tg: TaskGroup,
+        now_ms: Callable[[], float],
+    ) -> None:
+        self.api = api
+        self.offsets = offsets
+        self.options = options
+        self.tg = tg
+        self._now_ms = now_ms
+        self._call = call
+        self._tasks = InFlight()
+        self.consumed = 0
+        self.sent_back = 0  # sent back to the broker (orderly: dead letters via %RETRY%)
+
+    @property
+    def in_flight(self) -> int:
+        return self._tasks.count
+
+    async def wait_idle(self) -> None:
+        await self._tasks.wait_idle()
+
+    def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
+        raise NotImplementedError
