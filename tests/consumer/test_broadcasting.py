@@ -5,26 +5,28 @@ broker (issue 15, CONSUMER.md 2.2)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.errors import InvalidOptionError
-from producer.testing import DevCluster
+from producer.testing import DevClusterThread
 from tests.consumer.test_push_consumer import FAST, FAST_LEVELS, publish, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 
 @pytest.fixture
-async def cluster() -> AsyncIterator[DevCluster]:
-    async with DevCluster(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
+def cluster() -> Iterator[DevClusterThread]:
+    with DevClusterThread(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
         yield c
 
 
-def member(cluster: DevCluster, name: str, directory: Path, seen: list[bytes]) -> PushConsumer:
+def member(
+    cluster: DevClusterThread, name: str, directory: Path, seen: list[bytes]
+) -> PushConsumer:
     def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
         seen.extend(m.body for m in messages)
         return (
@@ -46,7 +48,7 @@ def member(cluster: DevCluster, name: str, directory: Path, seen: list[bytes]) -
 
 
 async def test_every_member_gets_everything_and_resumes_from_its_own_file(
-    cluster: DevCluster, tmp_path: Path
+    cluster: DevClusterThread, tmp_path: Path
 ) -> None:
     await publish(cluster, [b"m1", b"bad", b"m3"])
     a_seen: list[bytes] = []
@@ -67,7 +69,9 @@ async def test_every_member_gets_everything_and_resumes_from_its_own_file(
         await until(lambda: again == [b"m4"])  # only what came after its saved offsets
 
 
-async def test_a_damaged_offsets_file_names_itself(cluster: DevCluster, tmp_path: Path) -> None:
+async def test_a_damaged_offsets_file_names_itself(
+    cluster: DevClusterThread, tmp_path: Path
+) -> None:
     consumer = member(cluster, "a", tmp_path, [])
     path = tmp_path / consumer.client_id / "bg" / "offsets.json"
     path.parent.mkdir(parents=True)

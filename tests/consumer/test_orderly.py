@@ -5,7 +5,7 @@ message, local retries only, and the orderly route to the DLQ."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 
 import anyio
 import pytest
@@ -18,7 +18,7 @@ from producer.consumer import (
     PushConsumer,
     ReceivedMessage,
 )
-from producer.testing import DevCluster
+from producer.testing import DevClusterThread
 from tests.consumer.test_push_consumer import FAST, FAST_LEVELS, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -28,12 +28,12 @@ KEYS = ("order-1", "order-2", "order-3")
 
 
 @pytest.fixture
-async def cluster() -> AsyncIterator[DevCluster]:
-    async with DevCluster(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
+def cluster() -> Iterator[DevClusterThread]:
+    with DevClusterThread(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
         yield c
 
 
-async def publish_in_order(cluster: DevCluster, per_key: int) -> dict[str, list[bytes]]:
+async def publish_in_order(cluster: DevClusterThread, per_key: int) -> dict[str, list[bytes]]:
     """``per_key`` messages for each order key, each key's to one queue, in order."""
     sent: dict[str, list[bytes]] = {key: [] for key in KEYS}
     async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
@@ -45,7 +45,9 @@ async def publish_in_order(cluster: DevCluster, per_key: int) -> dict[str, list[
     return sent
 
 
-def orderly_consumer(cluster: DevCluster, listener: object, **options: object) -> PushConsumer:
+def orderly_consumer(
+    cluster: DevClusterThread, listener: object, **options: object
+) -> PushConsumer:
     c = PushConsumer(
         "og",
         cluster.namesrv_addr,
@@ -57,7 +59,7 @@ def orderly_consumer(cluster: DevCluster, listener: object, **options: object) -
     return c
 
 
-def locks(cluster: DevCluster) -> dict[str, str]:
+def locks(cluster: DevClusterThread) -> dict[str, str]:
     held: dict[str, str] = {}
     for broker in cluster.broker_names:
         held.update(cluster.queue_locks(broker).get("og", {}))
@@ -69,7 +71,7 @@ def key_of(message: ReceivedMessage) -> str:
 
 
 async def test_each_queue_is_consumed_in_order_through_a_failing_message(
-    cluster: DevCluster,
+    cluster: DevClusterThread,
 ) -> None:
     sent = await publish_in_order(cluster, per_key=6)
     consumed: dict[str, list[bytes]] = {key: [] for key in KEYS}
@@ -94,7 +96,7 @@ async def test_each_queue_is_consumed_in_order_through_a_failing_message(
 
 
 async def test_a_message_out_of_attempts_goes_to_the_dlq_and_the_queue_moves_on(
-    cluster: DevCluster,
+    cluster: DevClusterThread,
 ) -> None:
     sent = await publish_in_order(cluster, per_key=3)
     consumed: list[bytes] = []
@@ -122,7 +124,7 @@ async def test_a_message_out_of_attempts_goes_to_the_dlq_and_the_queue_moves_on(
     assert sum(len(v) for v in sent.values()) == 9
 
 
-async def test_the_listener_sets_how_long_its_queue_is_suspended(cluster: DevCluster) -> None:
+async def test_the_listener_sets_how_long_its_queue_is_suspended(cluster: DevClusterThread) -> None:
     await publish_in_order(cluster, per_key=1)
     tries: list[float] = []
 
@@ -139,7 +141,7 @@ async def test_the_listener_sets_how_long_its_queue_is_suspended(cluster: DevClu
 
 
 async def test_a_second_member_takes_queues_only_after_their_lock_is_released(
-    cluster: DevCluster,
+    cluster: DevClusterThread,
 ) -> None:
     await publish_in_order(cluster, per_key=4)
     consumed: dict[str, list[bytes]] = {key: [] for key in KEYS}
@@ -175,7 +177,7 @@ async def test_a_second_member_takes_queues_only_after_their_lock_is_released(
 
 
 async def test_the_retry_policy_dead_letters_a_hopeless_message_at_once(
-    cluster: DevCluster,
+    cluster: DevClusterThread,
 ) -> None:
     await publish_in_order(cluster, per_key=2)
     tries: list[int] = []

@@ -4,7 +4,7 @@ rebalance between two members (CONSUMER.md 5.3 items 6-9, 13)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Iterator
 
 import anyio
 import pytest
@@ -18,7 +18,7 @@ from producer.consumer import (
     ReceivedMessage,
 )
 from producer.errors import InvalidOptionError, LocalProtocolError
-from producer.testing import DevCluster, FaultSpec
+from producer.testing import DevClusterThread, FaultSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -27,12 +27,12 @@ FAST = {"persist_interval_ms": 50, "rebalance_interval_ms": 500, "suspend_timeou
 
 
 @pytest.fixture
-async def cluster() -> AsyncIterator[DevCluster]:
-    async with DevCluster(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
+def cluster() -> Iterator[DevClusterThread]:
+    with DevClusterThread(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
         yield c
 
 
-async def publish(cluster: DevCluster, bodies: list[bytes], tags: str = "T") -> list[str]:
+async def publish(cluster: DevClusterThread, bodies: list[bytes], tags: str = "T") -> list[str]:
     async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
         return [(await producer.send(Message("Orders", b, tags=tags))).msg_id for b in bodies]
 
@@ -43,7 +43,7 @@ async def until(condition: Callable[[], bool], seconds: float = 20.0) -> None:
             await anyio.sleep(0.02)
 
 
-def consumer(cluster: DevCluster, listener: object, **options: object) -> PushConsumer:
+def consumer(cluster: DevClusterThread, listener: object, **options: object) -> PushConsumer:
     c = PushConsumer(
         "cg",
         cluster.namesrv_addr,
@@ -55,7 +55,9 @@ def consumer(cluster: DevCluster, listener: object, **options: object) -> PushCo
     return c
 
 
-async def test_reconsume_later_is_redelivered_through_the_retry_topic(cluster: DevCluster) -> None:
+async def test_reconsume_later_is_redelivered_through_the_retry_topic(
+    cluster: DevClusterThread,
+) -> None:
     (msg_id,) = await publish(cluster, [b"flaky"])
     deliveries: list[ReceivedMessage] = []
 
@@ -76,7 +78,7 @@ async def test_reconsume_later_is_redelivered_through_the_retry_topic(cluster: D
     assert deliveries[2].properties["DELAY"] == "4"
 
 
-async def test_an_exception_counts_as_reconsume_later(cluster: DevCluster) -> None:
+async def test_an_exception_counts_as_reconsume_later(cluster: DevClusterThread) -> None:
     await publish(cluster, [b"boom"])
     calls: list[int] = []
 
@@ -91,7 +93,7 @@ async def test_an_exception_counts_as_reconsume_later(cluster: DevCluster) -> No
     assert calls == [0, 1]
 
 
-async def test_dead_letter_after_max_reconsume_times(cluster: DevCluster) -> None:
+async def test_dead_letter_after_max_reconsume_times(cluster: DevClusterThread) -> None:
     (msg_id,) = await publish(cluster, [b"poison"])
     calls: list[int] = []
 
@@ -108,7 +110,7 @@ async def test_dead_letter_after_max_reconsume_times(cluster: DevCluster) -> Non
     assert dead.properties["DELAY"] == "0" and dead.properties["RETRY_TOPIC"] == "Orders"
 
 
-async def test_delay_level_minus_one_goes_straight_to_the_dlq(cluster: DevCluster) -> None:
+async def test_delay_level_minus_one_goes_straight_to_the_dlq(cluster: DevClusterThread) -> None:
     await publish(cluster, [b"hopeless"])
     calls: list[int] = []
 
@@ -123,7 +125,7 @@ async def test_delay_level_minus_one_goes_straight_to_the_dlq(cluster: DevCluste
     assert cluster.messages("%RETRY%cg") == []
 
 
-async def test_ack_index_retries_only_the_rest_of_the_batch(cluster: DevCluster) -> None:
+async def test_ack_index_retries_only_the_rest_of_the_batch(cluster: DevClusterThread) -> None:
     async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
         for body in (b"a", b"b", b"c", b"d"):
             await producer.send(Message("Orders", body), order_key="one-queue")
@@ -139,7 +141,7 @@ async def test_ack_index_retries_only_the_rest_of_the_batch(cluster: DevCluster)
     assert sorted(seen) == [(b"a", 0), (b"b", 0), (b"c", 0), (b"c", 1), (b"d", 0), (b"d", 1)]
 
 
-async def test_committed_offset_never_passes_a_message_in_flight(cluster: DevCluster) -> None:
+async def test_committed_offset_never_passes_a_message_in_flight(cluster: DevClusterThread) -> None:
     async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
         results = [
             await producer.send(Message("Orders", f"m{i}".encode()), order_key="one-queue")
@@ -168,7 +170,9 @@ async def test_committed_offset_never_passes_a_message_in_flight(cluster: DevClu
         await until(lambda: committed() == results[-1].queue_offset + 1)
 
 
-async def test_two_members_split_the_queues_and_consume_everything(cluster: DevCluster) -> None:
+async def test_two_members_split_the_queues_and_consume_everything(
+    cluster: DevClusterThread,
+) -> None:
     ids = set(await publish(cluster, [f"m{i}".encode() for i in range(40)]))
     seen: dict[str, set[str]] = {"one": set(), "two": set()}
 
@@ -216,7 +220,7 @@ async def test_bad_setup_is_refused_with_the_fix() -> None:
 
 
 async def test_a_failed_send_back_falls_back_to_sending_to_the_retry_topic(
-    cluster: DevCluster,
+    cluster: DevClusterThread,
 ) -> None:
     (msg_id,) = await publish(cluster, [b"orphan"])
     deliveries: list[ReceivedMessage] = []
@@ -226,7 +230,7 @@ async def test_a_failed_send_back_falls_back_to_sending_to_the_retry_topic(
         if len(deliveries) == 1:
             # The broker can no longer find the record by its commit-log offset (as when
             # the file was removed): CONSUMER_SEND_MSG_BACK answers SYSTEM_ERROR.
-            broker = cluster._handlers[messages[0].queue.broker_name]
+            broker = cluster.cluster._handlers[messages[0].queue.broker_name]
             broker.store._by_commit_offset.clear()  # type: ignore[union-attr]
             return ConsumeStatus.RECONSUME_LATER
         return ConsumeStatus.SUCCESS
@@ -243,7 +247,7 @@ async def test_a_failed_send_back_falls_back_to_sending_to_the_retry_topic(
 
 
 async def test_pulls_start_only_once_the_broker_knows_the_subscription_version(
-    cluster: DevCluster, caplog: pytest.LogCaptureFixture
+    cluster: DevClusterThread, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Java dispatches pulls before the heartbeat with the new subVersion, so its first
     pulls are refused (25) and wait 3 s; ours wait for that heartbeat."""
@@ -262,7 +266,7 @@ async def test_pulls_start_only_once_the_broker_knows_the_subscription_version(
 
 
 async def test_the_retry_policy_dead_letters_hopeless_errors_and_sets_the_delays(
-    cluster: DevCluster,
+    cluster: DevClusterThread,
 ) -> None:
     await publish(cluster, [b"unparseable", b"flaky"])
     tries: dict[bytes, list[int]] = {b"unparseable": [], b"flaky": []}
@@ -288,7 +292,7 @@ async def test_the_retry_policy_dead_letters_hopeless_errors_and_sets_the_delays
 
 @pytest.mark.parametrize("window", [None, 60_000])
 async def test_the_idempotency_guard_drops_a_redelivered_success(
-    cluster: DevCluster, window: int | None
+    cluster: DevClusterThread, window: int | None
 ) -> None:
     (msg_id,) = await publish(cluster, [b"pay order 7"])
     seen: list[str] = []
@@ -309,7 +313,9 @@ async def test_the_idempotency_guard_drops_a_redelivered_success(
     assert c.stats["duplicates_dropped"] == 2 - expected
 
 
-async def test_a_listener_stuck_past_the_consume_timeout_is_sent_back(cluster: DevCluster) -> None:
+async def test_a_listener_stuck_past_the_consume_timeout_is_sent_back(
+    cluster: DevClusterThread,
+) -> None:
     """Java's cleanExpiredMsg: the stuck message goes back (level 3) so the offset moves on;
     the stuck call may still finish, and the message is then consumed twice."""
     (msg_id,) = await publish(cluster, [b"slow"])
@@ -333,7 +339,7 @@ async def test_a_listener_stuck_past_the_consume_timeout_is_sent_back(cluster: D
     assert calls == [0, 1]
 
 
-async def test_delay_level_one_is_the_level_the_retry_waits(cluster: DevCluster) -> None:
+async def test_delay_level_one_is_the_level_the_retry_waits(cluster: DevClusterThread) -> None:
     await publish(cluster, [b"soon"])
     deliveries: list[ReceivedMessage] = []
 
@@ -348,18 +354,18 @@ async def test_delay_level_one_is_the_level_the_retry_waits(cluster: DevCluster)
 
 
 async def test_when_send_back_and_its_fallback_fail_the_message_is_consumed_locally(
-    cluster: DevCluster,
+    cluster: DevClusterThread,
 ) -> None:
     (msg_id,) = await publish(cluster, [b"stranded"])
     for name in cluster.broker_names:  # every send, the fallback's too, is refused
-        await cluster.set_fault(name, FaultSpec(error_code=14))
+        cluster.set_fault(name, FaultSpec(error_code=14))
     deliveries: list[ReceivedMessage] = []
     committed_while_waiting: list[int | None] = []
 
     def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
         deliveries.extend(messages)
         if len(deliveries) == 1:
-            broker = cluster._handlers[messages[0].queue.broker_name]
+            broker = cluster.cluster._handlers[messages[0].queue.broker_name]
             broker.store._by_commit_offset.clear()  # type: ignore[union-attr]  # send-back fails
             return ConsumeStatus.RECONSUME_LATER
         queue = messages[0].queue
@@ -377,7 +383,7 @@ async def test_when_send_back_and_its_fallback_fail_the_message_is_consumed_loca
 
 
 async def test_tags_are_filtered_by_hash_on_the_broker_and_exactly_on_the_client(
-    cluster: DevCluster,
+    cluster: DevClusterThread,
 ) -> None:
     # "Aa" and "BB" have the same Java hashCode: the broker's tag-code filter lets "BB"
     # through, and the client's exact re-filter drops it.

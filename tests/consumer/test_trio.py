@@ -16,11 +16,6 @@ from tests.consumer.test_push_consumer import FAST, FAST_LEVELS
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
 def cluster() -> Iterator[DevClusterThread]:
     with DevClusterThread(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
