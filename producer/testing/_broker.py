@@ -9,6 +9,7 @@ answered; any other code gets REQUEST_CODE_NOT_SUPPORTED with the real remark.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from collections.abc import Callable
@@ -225,7 +226,7 @@ class Broker:
                 header.topic, header.reconsume_times, header.max_reconsume_times, request.version
             )
             topic, put_queue = (header.topic, queue_id) if target is None else target
-            stored = [self.put(topic, put_queue, pending[0], True)]
+            stored = [self.put(topic, put_queue, pending[0], True, sized_as=header.topic)]
         return request.make_response(
             decision.store_status or ResponseCode.SUCCESS,
             ext_fields={**_send_fields(stored, queue_id), **trace},
@@ -263,11 +264,30 @@ class Broker:
         return config
 
     def put(
-        self, topic: str, queue_id: int, pending: PendingMessage, may_delay: bool
+        self,
+        topic: str,
+        queue_id: int,
+        pending: PendingMessage,
+        may_delay: bool,
+        *,
+        sized_as: str | None = None,
     ) -> StoredMessage:
-        """Store one message; with ``DELAY`` (and ``may_delay``) it waits in the schedule topic."""
+        """Store one message; with ``DELAY`` (and ``may_delay``) it waits in the schedule topic.
+
+        ``pending.size`` was measured under ``sized_as`` (default ``topic``); a record stored
+        under another topic, or with the schedule's ``REAL_*`` properties added, is resized
+        so the commit-log offsets that follow are the real broker's.
+        """
+        measured = sized_as or topic
+        grown = 0
         if may_delay:
+            before = _properties_length(pending)
             topic, queue_id = self.consume.put_target(topic, queue_id, pending)
+            if topic == SCHEDULE_TOPIC:
+                grown = _properties_length(pending) - before
+        grown += len(topic.encode()) - len(measured.encode())
+        if grown:
+            pending = dataclasses.replace(pending, size=pending.size + grown)
         stored = self.store.append(topic, queue_id, [pending])[0]
         if topic == SCHEDULE_TOPIC:
             self.consume.scheduled(stored)
@@ -404,6 +424,10 @@ class Broker:
             )
         offset = self.store.max_offset(topic, int(queue_id))
         return request.make_response(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
+
+
+def _properties_length(pending: PendingMessage) -> int:
+    return len(encode_properties(pending.properties).encode())
 
 
 def _inflate(body: bytes, sys_flag: int) -> bytes:

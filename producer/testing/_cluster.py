@@ -10,7 +10,7 @@ import logging
 import random
 import ssl
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -97,6 +97,9 @@ class DevCluster:
     ``sink=True`` makes brokers count sends without storing or checking them.
     ``acl`` (a list of :class:`~producer.testing.Account`) makes every broker check ACL
     signatures and topic permissions as a 4.9.4 broker with ``aclEnable=true`` does.
+    ``clock_ms`` is the brokers' clock (store times, delayed delivery, long-poll timeouts,
+    locks; wall-clock milliseconds by default): a test passes a fake one, moves it, and
+    calls :meth:`tick` to have what fell due delivered at once.
     ``tls=True`` serves TLS everywhere with a certificate made at start for 127.0.0.1 /
     localhost (clients: :meth:`client_ssl_context`); or pass a server ``SSLContext``.
 
@@ -120,6 +123,7 @@ class DevCluster:
         acl: Iterable[Account] | None = None,
         tls: bool | ssl.SSLContext = False,
         delay_levels: str = DEFAULT_DELAY_LEVELS,
+        clock_ms: Callable[[], int] | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
@@ -131,6 +135,7 @@ class DevCluster:
         self.seed = seed
         self.sink = sink
         self._delay_levels = parse_delay_levels(delay_levels)
+        self._clock_ms = clock_ms or _wall_clock_ms
         self._ticker: asyncio.Task[None] | None = None
         self.http_port = http_port
         self._access = None if acl is None else AccessControl(acl)
@@ -194,7 +199,7 @@ class DevCluster:
             return SinkBroker(name)
         return Broker(
             name,
-            clock_ms=_wall_clock_ms,
+            clock_ms=self._clock_ms,
             rng=self._rng(f"{name}/queues"),
             cluster_name=cluster_name,
             auto_create_topic=auto_create,
@@ -263,12 +268,20 @@ class DevCluster:
         """Drive the brokers' clocks: delayed delivery, long-poll timeouts, expiry."""
         while True:
             await asyncio.sleep(TICK_SECONDS)
-            for handler in self._handlers.values():
-                if isinstance(handler, Broker):
-                    try:
-                        handler.consume.tick()
-                    except Exception:  # a bug must not stop time for the others
-                        log.exception("%s: tick failed", handler.name)
+            self.tick()
+
+    def tick(self) -> None:
+        """Act on the brokers' clocks now: deliver what is due, time out held pulls, expire.
+
+        The cluster does this every 20 ms by itself; a test driving a fake ``clock_ms``
+        calls it after moving the clock, so what fell due is delivered before its next step.
+        """
+        for handler in self._handlers.values():
+            if isinstance(handler, Broker):
+                try:
+                    handler.consume.tick()
+                except Exception:  # a bug must not stop time for the others
+                    log.exception("%s: tick failed", handler.name)
 
     async def aclose(self) -> None:
         """Stop listening, close every connection, cancel pending delayed answers."""

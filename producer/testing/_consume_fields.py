@@ -63,13 +63,14 @@ def registered_subscription(data: SubscriptionData) -> Subscription:
 
 
 def pending_copy(
-    message: StoredMessage, props: dict[str, str], reconsume_times: int
+    message: StoredMessage, topic: str, props: dict[str, str], reconsume_times: int
 ) -> PendingMessage:
+    """``message`` put again under ``topic`` (send-back, a delayed message falling due)."""
     text = encode_properties(props)
     return PendingMessage(
         body=message.body,
         properties=props,
-        size=stored_size(len(message.body), len(message.topic.encode()), len(text.encode())),
+        size=stored_size(len(message.body), len(topic.encode()), len(text.encode())),
         born_timestamp=message.born_timestamp,
         sys_flag=message.sys_flag,
         flag=message.flag,
@@ -188,6 +189,35 @@ def get_messages(
     return ResponseCode.PULL_RETRY_IMMEDIATELY, "NO_MATCHED_MESSAGE", offset + scanned, []
 
 
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def _queue_hash(queue: MessageQueue) -> int:
+    """``MessageQueue.hashCode()``: 31-based over brokerName, queueId, topic."""
+    h = 31 + java_string_hash(queue.broker_name)
+    h = 31 * _int32(h) + queue.queue_id
+    return _int32(31 * _int32(h) + java_string_hash(queue.topic))
+
+
+def java_hash_set_order(queues: list[MessageQueue], initial_capacity: int) -> list[MessageQueue]:
+    """The order a ``new HashSet<>(initial_capacity)`` holding ``queues`` (added in this
+    order) iterates in, which is the order fastjson writes it: buckets of the final table
+    (``hash ^ hash >>> 16`` masked by its size), additions order within a bucket."""
+    capacity = 1
+    while capacity < initial_capacity:
+        capacity *= 2
+    while len(queues) > int(capacity * 0.75):
+        capacity *= 2
+
+    def bucket(queue: MessageQueue) -> int:
+        h = _queue_hash(queue) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(queues, key=bucket)  # stable: additions order within a bucket
+
+
 def lock_answer(request: RemotingCommand, locks: LockTable, now_ms: float) -> RemotingCommand:
     """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ against ``locks``."""
     try:
@@ -199,10 +229,11 @@ def lock_answer(request: RemotingCommand, locks: LockTable, now_ms: float) -> Re
         locks.unlock(body.consumerGroup, queues, body.clientId)
         return request.make_response(ResponseCode.SUCCESS)
     granted = locks.try_lock(body.consumerGroup, queues, body.clientId, now_ms)
+    # RebalanceLockManager.tryLockBatch answers a HashSet sized for the request's queues.
     answer = {
         "lockOKMQSet": [
             {"brokerName": q.broker_name, "queueId": q.queue_id, "topic": q.topic}
-            for q in sorted(granted, key=lambda q: (q.topic, q.broker_name, q.queue_id))
+            for q in java_hash_set_order(list(granted), len(queues))
         ]
     }
     return request.make_response(ResponseCode.SUCCESS, body=msgspec.json.encode(answer))

@@ -376,7 +376,9 @@ class ConsumeSide:
         props = dict(message.properties)
         topic = props.get(REAL_TOPIC, message.topic)
         queue_id = int_or_zero(props.get(REAL_QUEUE_ID))
-        self._put(topic, queue_id, pending_copy(message, props, message.reconsume_times), False)
+        self._put(
+            topic, queue_id, pending_copy(message, topic, props, message.reconsume_times), False
+        )
 
     # -- send-back -----------------------------------------------------------------------
 
@@ -413,7 +415,8 @@ class ConsumeSide:
             level = delay_level if delay_level > 0 else 3 + message.reconsume_times
             props[DELAY] = str(level)
         props.setdefault(ORIGIN_MESSAGE_ID, message.offset_msg_id)
-        self._put(topic, queue_id, pending_copy(message, props, message.reconsume_times + 1), True)
+        pending = pending_copy(message, topic, props, message.reconsume_times + 1)
+        self._put(topic, queue_id, pending, True)
         return request.make_response(ResponseCode.SUCCESS)
 
     def retry_send_target(

@@ -69,19 +69,17 @@ class ConsumerRegistry:
         return config
 
     def register(self, group: str, consumer: RegisteredConsumer) -> bool:
-        """Add or refresh ``consumer``; ``True`` when the group changed (a new member, a
-        new topic, or a higher ``subVersion``): its members must then be notified."""
+        """Add or refresh ``consumer``; ``True`` when the group changed (a new member, or
+        topics subscribed or dropped): its members must then be notified. A higher
+        ``subVersion`` alone is recorded without a notice, as ``updateSubscription`` does
+        (the capture's re-stamped heartbeats, frames 116, 119, 387, 401, get none)."""
         self.group(group)
         members = self._members.setdefault(group, {})
         known = members.get(consumer.client_id)
         members[consumer.client_id] = consumer
         if known is None or known.channel is not consumer.channel:
             return True
-        for topic, (_sub, version) in consumer.subscriptions.items():
-            old = known.subscriptions.get(topic)
-            if old is None or old[1] < version:
-                return True
-        return False
+        return set(known.subscriptions) != set(consumer.subscriptions)
 
     def unregister(self, group: str, client_id: str) -> bool:
         members = self._members.get(group, {})
@@ -143,13 +141,14 @@ class LockTable:
 
     def try_lock(
         self, group: str, queues: list[MessageQueue], client_id: str, now_ms: float
-    ) -> set[MessageQueue]:
-        granted = set()
+    ) -> list[MessageQueue]:
+        """The queues of ``queues`` now held by ``client_id``, in request order."""
+        granted = []
         for queue in queues:
             held = self._locks.get((group, queue))
             if held is None or held[0] == client_id or now_ms - held[1] > LOCK_EXPIRY_MS:
                 self._locks[(group, queue)] = (client_id, now_ms)
-                granted.add(queue)
+                granted.append(queue)
         return granted
 
     def snapshot(self, now_ms: float) -> dict[str, dict[str, str]]:
