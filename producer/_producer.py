@@ -145,7 +145,6 @@ class Producer:
         )
         self._tracker = SendTracker()
         self._runtime: Runtime | None = None
-        self._loop: object = None  # the loop it started on: the only one it can run on
         self.state = ProducerState.NEW
         self._tg: TaskGroup | None = None
         self._async_sends: AsyncSends | None = None
@@ -192,7 +191,7 @@ class Producer:
         if self.state is not ProducerState.NEW:
             raise LocalProtocolError(f"start() on a {self.state.value} producer")
         runtime = current_runtime()
-        self._runtime, self._loop = runtime, runtime.loop_identity()
+        self._runtime = runtime  # its loop is the only one this producer can run on
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         options = self.options
         pool = ConnectionPool(
@@ -390,11 +389,7 @@ class Producer:
     def _check_loop(self) -> None:
         runtime = self._runtime
         assert runtime is not None
-        try:
-            same = runtime.loop_identity() is self._loop
-        except RuntimeError:  # no running loop (called from a plain thread)
-            same = False
-        if not same:
+        if not runtime.is_current():
             raise ProducerError(
                 f"producer {self.group!r} was started on another event loop: a producer "
                 "lives on the loop it started on; create one per loop (or per asyncio.run), "

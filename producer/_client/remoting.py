@@ -9,7 +9,7 @@ order (request signing goes here).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from producer._client.clock import Clock
 from producer._remoting.command import OutgoingRequest, RemotingCommand
@@ -38,10 +38,22 @@ class RemotingClient:
         self._clock = clock
         self._outgoing = tuple(outgoing)
 
-    async def invoke(
+    def invoke(
+        self, addr: str, request: OutgoingRequest, timeout_ms: float
+    ) -> Awaitable[RemotingCommand]:
+        """Send ``request`` to ``addr`` and wait for its response, all within ``timeout_ms``.
+
+        With a connection open, the awaitable is the connection's own request (no extra
+        coroutine on every send's path)."""
+        connection = self.pool.open_connection(addr)
+        if connection is None:
+            return self._connect_and_invoke(addr, request, timeout_ms)
+        self._prepare(request)
+        return connection.request(request, timeout_ms)
+
+    async def _connect_and_invoke(
         self, addr: str, request: OutgoingRequest, timeout_ms: float
     ) -> RemotingCommand:
-        """Send ``request`` to ``addr`` and wait for its response, all within ``timeout_ms``."""
         connection, remaining = await self._connection(addr, timeout_ms)
         self._prepare(request)
         return await connection.request(request, remaining)

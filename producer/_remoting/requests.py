@@ -52,10 +52,11 @@ from producer._remoting.send_request import HeaderPrefixes, SendRequest, message
 from producer._remoting.validation import (
     DEFAULT_MAX_MESSAGE_SIZE,
     check_batch_size,
+    check_fields,
     check_group,
     check_properties_size,
+    check_send_topic,
     validate_batch,
-    validate_message,
 )
 from producer.errors import BrokerError, LocalProtocolError, RemoteProtocolError
 
@@ -192,6 +193,7 @@ def encode_message_properties(message: Message, uniq_key: str | None) -> str:
     return PROPERTY_SEPARATOR.join(parts)
 
 
+_CHECKED_TOPICS_MAX = 1024  # valid topic names a factory remembers (a bound, not an LRU)
 _WAIT_TRUE = WAIT + NAME_VALUE_SEPARATOR + "true"
 _WAIT_FALSE = WAIT + NAME_VALUE_SEPARATOR + "false"
 
@@ -200,6 +202,7 @@ class SendRequestFactory:
     """Prepares sends for one producer group; holds the settings that shape every send."""
 
     __slots__ = (
+        "_checked_topics",
         "_prefixes",
         "compress_level",
         "compress_threshold",
@@ -227,17 +230,28 @@ class SendRequestFactory:
         self.compress_threshold = compress_threshold
         self.compress_level = compress_level
         self.max_message_size = max_message_size
+        self._checked_topics: set[str] = set()
 
     def prepare(self, message: Message, uniq_key: str, *, validate: bool = True) -> PreparedMessage:
         """Validate (unless already done), encode properties, compress when large."""
         if validate:
-            validate_message(message, self.max_message_size)
+            self._check_topic(message.topic)
+            check_fields(message, self.max_message_size)
         properties = encode_message_properties(message, uniq_key)
         check_properties_size(properties)
         body, sys_flag = compress_body(
             bytes(message.body), self.compress_threshold, self.compress_level
         )
         return self._prepared(message.topic, body, sys_flag, message.flag, properties, uniq_key)
+
+    def _check_topic(self, topic: object) -> None:
+        """:func:`check_send_topic`, remembered for the topics a producer sends to."""
+        checked = self._checked_topics
+        if isinstance(topic, str) and topic in checked:
+            return
+        check_send_topic(topic)
+        if isinstance(topic, str) and len(checked) < _CHECKED_TOPICS_MAX:
+            checked.add(topic)
 
     def prepare_batch(
         self, messages: Sequence[Message], uniq_keys: Sequence[str], *, validate: bool = True

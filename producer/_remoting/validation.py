@@ -204,18 +204,25 @@ def check_properties_size(encoded: str) -> None:
 def validate_message(message: Message, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
     """Every per-message rule (the properties size is checked once they are encoded)."""
     check_send_topic(message.topic)
-    _check_fields(message, max_message_size)
+    check_fields(message, max_message_size)
 
 
-def _check_fields(message: Message, max_message_size: int) -> None:
-    """The rules of one message other than its topic."""
+def check_fields(message: Message, max_message_size: int) -> None:
+    """The rules of one message other than its topic. Fields left at their defaults
+    skip their checks: this runs on every send."""
     check_body(message.body, max_message_size)
-    check_tags(message.tags)
-    check_keys(message.keys)
-    check_user_properties(message.properties)
-    check_delay_level(message.delay_level)
-    check_flag(message.flag)
-    check_msg_id(message.msg_id)
+    if message.tags is not None:
+        check_tags(message.tags)
+    if message.keys is not None:
+        check_keys(message.keys)
+    if message.properties:
+        check_user_properties(message.properties)
+    if message.delay_level:
+        check_delay_level(message.delay_level)
+    if message.flag.__class__ is not int or not _INT32_MIN <= message.flag <= _INT32_MAX:
+        check_flag(message.flag)
+    if message.msg_id is not None:
+        check_msg_id(message.msg_id)
 
 
 def validate_batch(
@@ -232,7 +239,7 @@ def validate_batch(
             raise MessageValidationError(
                 f"batch[{index}].topic", message.topic, f"the batch's topic {first.topic!r}"
             )
-        _check_fields(message, max_message_size)
+        check_fields(message, max_message_size)
         if message.wait_store_msg_ok != first.wait_store_msg_ok:
             raise MessageValidationError(
                 f"batch[{index}].wait_store_msg_ok",

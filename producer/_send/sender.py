@@ -125,18 +125,12 @@ class Sender:
             self.limiter.release(size)
 
     async def _run_routed(self, send: _Send, now: float) -> SendResult | None:
-        topic = send.job.prepared.topic
-        route = self.routes.cached(topic)
-        if route is None:
-            route = await self.routes.get(topic, send.plan.deadline_ms)
-            now = self.clock.monotonic_ms()
-        finish = await self._attempts(send, route, now)
-        if finish.error is not None:
-            raise finish.error
-        return finish.result
-
-    async def _attempts(self, send: _Send, route: TopicRoute, now: float) -> Finish:
+        """The route (cached, or looked up within the budget), then the attempts."""
         plan = send.plan
+        route = self.routes.cached(send.job.prepared.topic)
+        if route is None:
+            route = await self.routes.get(send.job.prepared.topic, plan.deadline_ms)
+            now = self.clock.monotonic_ms()
         step = plan.next_attempt(now)
         while isinstance(step, Dispatch):
             if step.number > 1:
@@ -144,12 +138,15 @@ class Sender:
             queue = self._select(send.job, plan, route, now)
             decision, now = await self._attempt(send, route, queue, step, now)
             if isinstance(decision, Finish):
-                return decision
+                step = decision
+                break
             if decision.backoff_ms > 0:
                 await self._back_off(decision, plan, now)
                 now = self.clock.monotonic_ms()
             step = plan.next_attempt(now)
-        return step
+        if step.error is not None:
+            raise step.error
+        return step.result
 
     def _select(self, job: SendJob, plan: SendPlan, route: TopicRoute, now: float) -> MessageQueue:
         return choose_queue(
@@ -180,7 +177,17 @@ class Sender:
         broker = queue.broker_name
         self.router.on_dispatch(broker, int(start))  # an unanswered attempt is evidence too
         try:
-            answer = await self._exchange(job.prepared, queue, addr, step.timeout_ms, plan.mode)
+            if not addr:
+                raise ConnectError(f"no master address for broker {broker!r} in the route")
+            oneway = plan.mode is SendMode.ONEWAY
+            request = build_send_request(job.prepared, queue, self.clock.wall_ms(), oneway=oneway)
+            if oneway:
+                await self.client.invoke_oneway(addr, request, step.timeout_ms)
+                answer: Answer | None = None
+            else:
+                answer = parse_send_response(
+                    await self.client.invoke(addr, request, step.timeout_ms)
+                )
         except ProducerError as exc:
             self.router.on_complete(broker)
             now = self.clock.monotonic_ms()
@@ -227,23 +234,6 @@ class Sender:
             AttemptContext(self.group, message, queue, addr, number, msg_id)
             for message, msg_id in zip(job.members, ids, strict=True)
         ]
-
-    async def _exchange(
-        self,
-        prepared: PreparedMessage,
-        queue: MessageQueue,
-        addr: str,
-        timeout_ms: float,
-        mode: SendMode,
-    ) -> Answer | None:
-        if not addr:
-            raise ConnectError(f"no master address for broker {queue.broker_name!r} in the route")
-        oneway = mode is SendMode.ONEWAY
-        request = build_send_request(prepared, queue, self.clock.wall_ms(), oneway=oneway)
-        if oneway:
-            await self.client.invoke_oneway(addr, request, timeout_ms)
-            return None
-        return parse_send_response(await self.client.invoke(addr, request, timeout_ms))
 
     def _record_fault(
         self, broker: str, latency_ms: float, error: ProducerError | None, now_ms: float

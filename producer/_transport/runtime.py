@@ -8,6 +8,7 @@ background sends are spawned. Nothing else asks sniffio.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from ssl import SSLContext
@@ -28,7 +29,8 @@ class Runtime:
 
     library: str  # sniffio's name: "asyncio" or "trio"
     loop_time: Callable[[], float]  # seconds on the loop's monotonic clock
-    loop_identity: Callable[[], object]  # the running loop (or trio run), to spot a change
+    #: Whether the caller runs on the loop (or trio run) this runtime was made on.
+    is_current: Callable[[], bool]
 
     @property
     def is_asyncio(self) -> bool:
@@ -53,12 +55,35 @@ def current_runtime() -> Runtime:
     """The runtime of the loop this is called from (call it inside the loop)."""
     library = sniffio.current_async_library()
     if library == "asyncio":
+        loop = asyncio.get_running_loop()
         # the loop's own time function: anyio.current_time costs a lookup per reading
-        return Runtime(library, asyncio.get_running_loop().time, asyncio.get_running_loop)
-    return Runtime(library, anyio.current_time, _trio_run)
+        return Runtime(library, loop.time, _on_asyncio_loop(loop))
+    return Runtime(library, anyio.current_time, _in_trio_run(_trio_root()))
 
 
-def _trio_run() -> object:
+def _on_asyncio_loop(loop: asyncio.AbstractEventLoop) -> Callable[[], bool]:
+    thread = threading.get_ident()
+
+    def is_current() -> bool:
+        # One asyncio loop runs per thread at a time, so the thread and the loop running
+        # identify it: a third of asyncio.get_running_loop()'s cost (a getpid() on 3.11),
+        # and this runs on every send.
+        return threading.get_ident() == thread and loop.is_running()
+
+    return is_current
+
+
+def _in_trio_run(root: object) -> Callable[[], bool]:
+    def is_current() -> bool:
+        try:
+            return _trio_root() is root
+        except RuntimeError:  # not inside a trio run
+            return False
+
+    return is_current
+
+
+def _trio_root() -> object:
     import trio  # only ever called under trio
 
     return trio.lowlevel.current_root_task()
