@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar, TypeVar
+
+import msgspec
 
 from producer._remoting.codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
 
@@ -73,8 +74,7 @@ class AttemptOutcome(enum.Enum):
     CANCELLED = "cancelled"
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptRecord:
+class AttemptRecord(msgspec.Struct, frozen=True):
     """One attempt of one send: where it went and what came back."""
 
     broker_name: str

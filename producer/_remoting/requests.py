@@ -122,19 +122,19 @@ class PreparedMessage(msgspec.Struct, frozen=True):
     """A message (or batch) encoded once, ready to be sent to any queue of its topic.
 
     ``msg_id`` is the ``UNIQ_KEY`` (comma-joined for a batch, as Java reports it).
-    ``head``, ``middle`` and ``tail`` are its header, pre-encoded around the queue id and
-    born timestamp that each attempt fills in (:mod:`producer._remoting.send_request`).
+    ``head`` is its topic's pre-encoded header prefix; the rest of the header is encoded
+    per attempt (:mod:`producer._remoting.send_request`), so a message that joins a
+    transparent batch never pays for a header of its own.
     """
 
     topic: str
     body: bytes
     sys_flag: int
+    flag: int
     properties: str
     msg_id: str
     is_batch: bool
     head: bytes
-    middle: bytes
-    tail: bytes
 
     @property
     def request_code(self) -> RequestCode:
@@ -157,11 +157,14 @@ def build_send_request(
     """
     if queue.topic != prepared.topic:
         raise LocalProtocolError(f"queue {queue} is not of topic {prepared.topic!r}")
+    middle, tail = message_pieces(
+        prepared.sys_flag, prepared.flag, prepared.properties, prepared.is_batch
+    )
     return SendRequest(
         prepared.request_code,
         prepared.head,
-        prepared.middle,
-        prepared.tail,
+        middle,
+        tail,
         prepared.body,
         queue.queue_id,
         born_timestamp,
@@ -300,8 +303,7 @@ class SendRequestFactory:
         batch: bool = False,
     ) -> PreparedMessage:
         head = self._prefixes.head(topic, batch)
-        middle, tail = message_pieces(sys_flag, flag, properties, batch)
-        return PreparedMessage(topic, body, sys_flag, properties, msg_id, batch, head, middle, tail)
+        return PreparedMessage(topic, body, sys_flag, flag, properties, msg_id, batch, head)
 
     def __repr__(self) -> str:
         return (

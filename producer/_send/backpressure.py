@@ -111,8 +111,10 @@ class InFlightLimiter:
     def release(self, size: int) -> None:
         self._count -= 1
         self._bytes -= size
-        self._grant_waiters()
-        self._wake_if_idle()
+        if self._waiters:  # every send releases: skip the calls when nobody waits
+            self._grant_waiters()
+        if self._idle is not None:
+            self._wake_if_idle()
 
     def _wake_if_idle(self) -> None:
         if self._idle is not None and self.is_idle:

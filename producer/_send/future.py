@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Generator
-from dataclasses import replace
 from typing import Any
 
 import anyio
+import msgspec
 
 from producer._send.plan import SendPlan
 from producer._send.result import SendResult
@@ -59,7 +59,7 @@ class SendFuture:
 
     def result(self) -> SendResult:
         """The result; raises the send's error, or LocalProtocolError if not done yet."""
-        if not self.done():
+        if not self._done:
             raise LocalProtocolError("send_async result requested before the send finished")
         if self._error is not None:
             raise self._error
@@ -92,7 +92,7 @@ class SendFuture:
     # -- completion (the producer's side) ----------------------------------------------
 
     def set_result(self, result: SendResult) -> None:
-        if self.done():
+        if self._done:
             return
         self._result = result
         self._wake()
@@ -112,7 +112,9 @@ class SendFuture:
     def _wake(self) -> None:
         self._done = True
         waiters, self._waiters = self._waiters, None
-        for waiter in waiters or ():
+        if waiters is None:
+            return
+        for waiter in waiters:
             if isinstance(waiter, anyio.Event):
                 waiter.set()
             elif not waiter.done():  # an awaiter cancelled meanwhile
@@ -154,7 +156,9 @@ async def settle(
         future.set_error(ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
     else:
         assert result is not None, "a background send is never oneway"
-        future.set_result(replace(result, attempts=before + result.attempts) if before else result)
+        future.set_result(
+            msgspec.structs.replace(result, attempts=before + result.attempts) if before else result
+        )
 
 
 def closed_error(plan: SendPlan) -> ProducerClosedError:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import enum
 import random
-from dataclasses import dataclass
+
+import msgspec
 
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import MessageQueue
@@ -50,23 +51,20 @@ def max_attempts(mode: SendMode, *, keyed: bool, sync_retries: int, async_retrie
     return 1 + (sync_retries if mode is SendMode.SYNC else async_retries)
 
 
-@dataclass(frozen=True, slots=True)
-class Dispatch:
+class Dispatch(msgspec.Struct, frozen=True):
     """Send attempt ``number`` (1-based) with this network timeout."""
 
     number: int
     timeout_ms: float
 
 
-@dataclass(frozen=True, slots=True)
-class Retry:
+class Retry(msgspec.Struct, frozen=True):
     """Wait ``backoff_ms`` (may be 0), then ask :meth:`SendPlan.next_attempt` again."""
 
     backoff_ms: float
 
 
-@dataclass(frozen=True, slots=True)
-class Finish:
+class Finish(msgspec.Struct, frozen=True):
     """The send is over: ``error`` is set, or ``result`` (``None`` for a oneway send)."""
 
     result: SendResult | None = None

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import MessageQueue
 from producer.errors import AttemptRecord
 
 
-@dataclass(frozen=True, slots=True)
-class SendResult:
+class SendResult(msgspec.Struct, frozen=True):
     """The outcome of a send that reached a broker and was stored.
 
     ``msg_id`` is the client-side unique id (UNIQ_KEY, kept across retries);

@@ -13,9 +13,8 @@ send reads it four times rather than once per decision.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import anyio
+import msgspec
 from opentelemetry.trace import Span
 
 from latency_fault import Router, choose_queue
@@ -36,8 +35,7 @@ from producer.errors import BrokerError, ConnectError, ProducerError
 Answer = tuple[SendStatus, SendResponseHeader]
 
 
-@dataclass(frozen=True, slots=True)
-class SendJob:
+class SendJob(msgspec.Struct, frozen=True):
     """One send's request; its budget, attempts and mode live in its :class:`SendPlan`."""
 
     prepared: PreparedMessage
@@ -50,8 +48,7 @@ class SendJob:
     members: tuple[Message, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class _Send:
+class _Send(msgspec.Struct, frozen=True):
     job: SendJob
     plan: SendPlan
     spans: tuple[Span, ...]  # one per message: a transparent batch fans out
