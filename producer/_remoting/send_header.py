@@ -208,8 +208,7 @@ def _field_error(problem: str) -> HeaderFieldError:
     return HeaderFieldError(name, f"is malformed ({problem})")
 
 
-@dataclass(frozen=True, slots=True)
-class SendResponseHeader:
+class SendResponseHeader(msgspec.Struct, frozen=True):
     """``SendMessageResponseHeader`` plus the region and trace switch the broker adds.
 
     ``msg_id`` is the offset message id (comma-joined, one per message, for a batch);
