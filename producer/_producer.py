@@ -319,9 +319,9 @@ class Producer:
         batching = self._batching
         if batching is not None and order_key is None and batchable(prepared, message):
             assert self._planner is not None
-            joined = await batching.send(prepared, message, self._planner.budget_ms(timeout_ms))
+            joined = batching.send(prepared, message, self._planner.budget_ms(timeout_ms))
             if joined is not None:
-                return joined
+                return await joined
         job = SendJob(prepared, message, order_key)
         return _answered(await self._run(job, SendMode.SYNC, timeout_ms))
 

@@ -12,7 +12,7 @@ message never fails its neighbours.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
@@ -115,19 +115,23 @@ class BatchSends:
 
     # -- joining --------------------------------------------------------------------------
 
-    async def send(
+    def send(
         self, prepared: PreparedMessage, message: Message, budget_ms: float
-    ) -> SendResult | None:
-        """Join this turn's group and wait for the outcome; ``None``: not joined (the
+    ) -> Awaitable[SendResult] | None:
+        """Join this turn's group; await the returned outcome. ``None``: not joined (the
         first send of the turn, or no free slot), so the caller sends alone."""
         key = GroupKey(prepared.topic, SendMode.SYNC, budget_ms, message.wait_store_msg_ok)
         member = self._join(key, prepared, message, None)
-        if member is None:
-            return None
+        return None if member is None else self._outcome(member)
+
+    async def _outcome(self, member: Member) -> SendResult:
+        future = member.future
         try:
-            return await member.future.wait()
+            if not future.done():
+                await future.settled()
+            return future.result()
         except BaseException:
-            if not member.future.done():
+            if not future.done():
                 self._abandon(member)
             raise
 

@@ -73,18 +73,21 @@ class SendFuture:
 
     async def wait(self) -> SendResult:
         if not self._done:
-            loop = asyncio._get_running_loop()  # None under trio
-            if self._waiters is None:
-                self._waiters = []
-            if loop is not None:
-                future: asyncio.Future[None] = loop.create_future()
-                self._waiters.append(future)
-                await future
-            else:
-                event = anyio.Event()
-                self._waiters.append(event)
-                await event.wait()
+            await self.settled()
         return self.result()
+
+    def settled(self) -> Awaitable[None]:
+        """Something to await until this future is done (call it while it is not)."""
+        loop = asyncio._get_running_loop()  # None under trio
+        if self._waiters is None:
+            self._waiters = []
+        if loop is not None:
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append(future)
+            return future
+        event = anyio.Event()
+        self._waiters.append(event)
+        return event.wait()
 
     def __await__(self) -> Generator[Any, None, SendResult]:
         return self.wait().__await__()
