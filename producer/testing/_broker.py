@@ -130,6 +130,7 @@ class Broker:
         region: str = DEFAULT_REGION,
         access: AccessControl | None = None,
         delay_levels: DelayLevels | None = None,
+        hold_check_ms: float | None = None,
     ) -> None:
         self.name = name
         self.access = access
@@ -148,6 +149,7 @@ class Broker:
             delay_levels=delay_levels or parse_delay_levels(),
             create_topic=self._topic_created,
             put=self.put,
+            hold_check_ms=hold_check_ms,
         )
         if auto_create_topic:
             self.store.put_topic(

@@ -99,7 +99,10 @@ class DevCluster:
     signatures and topic permissions as a 4.9.4 broker with ``aclEnable=true`` does.
     ``clock_ms`` is the brokers' clock (store times, delayed delivery, long-poll timeouts,
     locks; wall-clock milliseconds by default): a test passes a fake one, moves it, and
-    calls :meth:`tick` to have what fell due delivered at once.
+    calls :meth:`tick` to have what fell due delivered at once. A long-polling pull is
+    answered when a message arrives or exactly at its timeout; ``pull_hold_check_ms=5000``
+    times held pulls out as 4.9.4's PullRequestHoldService does, at checks 5 s apart (up
+    to 5 s late, the first check 5 s after start).
     ``tls=True`` serves TLS everywhere with a certificate made at start for 127.0.0.1 /
     localhost (clients: :meth:`client_ssl_context`); or pass a server ``SSLContext``.
 
@@ -124,6 +127,7 @@ class DevCluster:
         tls: bool | ssl.SSLContext = False,
         delay_levels: str = DEFAULT_DELAY_LEVELS,
         clock_ms: Callable[[], int] | None = None,
+        pull_hold_check_ms: float | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
@@ -136,6 +140,7 @@ class DevCluster:
         self.sink = sink
         self._delay_levels = parse_delay_levels(delay_levels)
         self._clock_ms = clock_ms or _wall_clock_ms
+        self._pull_hold_check_ms = pull_hold_check_ms
         self._ticker: asyncio.Task[None] | None = None
         self.http_port = http_port
         self._access = None if acl is None else AccessControl(acl)
@@ -206,6 +211,7 @@ class DevCluster:
             on_topic_created=self._namesrv.register_topic,
             access=self._access,
             delay_levels=self._delay_levels,
+            hold_check_ms=self._pull_hold_check_ms,
         )
 
     def __repr__(self) -> str:

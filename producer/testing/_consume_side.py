@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import msgspec
@@ -59,6 +58,7 @@ from producer.testing._groups import (
     LockTable,
     RegisteredConsumer,
 )
+from producer.testing._held_pulls import HeldPull, HeldPulls
 from producer.testing._schedule import SCHEDULE_TOPIC, DelaySchedule
 from producer.testing._server import Channel
 from producer.testing._store import (
@@ -101,13 +101,6 @@ class PutTarget(NamedTuple):
     queue_id: int
 
 
-@dataclass
-class _HeldPull:
-    request: RemotingCommand
-    channel: Channel
-    deadline_ms: float
-
-
 class ConsumeSide:
     """One broker's consumer-facing state and request processing."""
 
@@ -121,6 +114,7 @@ class ConsumeSide:
         delay_levels: DelayLevels,
         create_topic: Callable[[TopicConfig], None],
         put: Callable[[str, int, PendingMessage, bool], StoredMessage],
+        hold_check_ms: float | None = None,
     ) -> None:
         self.store = store
         self.broker_name = broker_name
@@ -133,14 +127,13 @@ class ConsumeSide:
         self._rng = rng
         self._create_topic = create_topic
         self._put = put
-        self._held: dict[tuple[str, int], list[_HeldPull]] = {}
+        self._held = HeldPulls(start_ms=clock_ms(), check_ms=hold_check_ms)
         self._opaques = itertools.count(1)
         store.put_topic(TopicConfig(SCHEDULE_TOPIC, 18, 18, PERM_READ | PERM_WRITE))
         store.on_append = self._wake
 
     def __repr__(self) -> str:
-        held = sum(len(v) for v in self._held.values())
-        return f"ConsumeSide({self.registry!r}, held_pulls={held}, {self.schedule!r})"
+        return f"ConsumeSide({self.registry!r}, held_pulls={len(self._held)}, {self.schedule!r})"
 
     # -- dispatch ------------------------------------------------------------------------
 
@@ -201,8 +194,7 @@ class ConsumeSide:
     def channel_closed(self, channel: Channel) -> None:
         for group in self.registry.drop_channel(channel):
             self.notify(group)
-        for key, held in list(self._held.items()):
-            self._held[key] = [h for h in held if h.channel is not channel]
+        self._held.drop_channel(channel)
 
     def notify(self, group: str) -> None:
         """NOTIFY_CONSUMER_IDS_CHANGED to every member (oneway, the broker's own opaque)."""
@@ -258,8 +250,8 @@ class ConsumeSide:
             self.offsets.commit(group, topic, queue_id, int_field(request, "commitOffset"))
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
             timeout = int_field(request, "suspendTimeoutMillis")
-            held = _HeldPull(request, channel, self._clock_ms() + timeout)
-            self._held.setdefault((topic, queue_id), []).append(held)
+            held = HeldPull(request, channel, self._clock_ms() + timeout)
+            self._held.hold(topic, queue_id, held)
             return None
         fields = {
             "suggestWhichBrokerId": "0",
@@ -314,18 +306,17 @@ class ConsumeSide:
 
     def _wake(self, topic: str, queue_id: int) -> None:
         """A message arrived: re-run the pulls held on its queue (no suspend this time)."""
-        held = self._held.pop((topic, queue_id), None)
-        for pull in held or ():
+        for pull in self._held.take(topic, queue_id):
             self._answer_held(pull)
 
-    def _answer_held(self, pull: _HeldPull) -> None:
+    def _answer_held(self, pull: HeldPull) -> None:
         if not pull.channel.is_open:
             return
         response = self._rerun(pull)
         if response is not None:
             pull.channel.write(encode_frame(response))
 
-    def _rerun(self, pull: _HeldPull) -> RemotingCommand | None:
+    def _rerun(self, pull: HeldPull) -> RemotingCommand | None:
         try:
             return self._pull(pull.request, pull.channel, allow_suspend=False)
         except Refused as refused:
@@ -338,12 +329,8 @@ class ConsumeSide:
         now = self._clock_ms()
         for commit_offset in self.schedule.due(now):
             self._deliver(commit_offset)
-        for key, held in list(self._held.items()):
-            expired = [h for h in held if h.deadline_ms <= now]
-            if expired:
-                self._held[key] = [h for h in held if h.deadline_ms > now]
-                for pull in expired:
-                    self._answer_held(pull)
+        for pull in self._held.timed_out(now):
+            self._answer_held(pull)
         for group in self.registry.expire(now):
             self.notify(group)
 

@@ -1,35 +1,31 @@
-"""Replay the recorded Java 4.9.4 consumer session's probe of the broker against the dev
-cluster (issue 15): the producer's six sends and the group's committed offset set up the
-broker as the capture had it, then every request of the probe connection (frames
-302-359: offsets, timestamps, pull statuses and their checks in the broker's order,
-send-back of an unknown offset, consumer list, locks) is written byte for byte and each
-answer compared with the real broker's: code, flag, remark, ext fields and values, and
-pulled bodies record by record - sizes, commit-log offsets, CRCs, properties - with the
-store time, store host and born host aside (the replay's own; property order is Java's
-HashMap order there and insertion order here, the same bytes in another order).
+"""Replay the recorded Java 4.9.4 consumer session against the dev cluster (issue 15):
+client frames written byte for byte, each answer compared with the real broker's - code,
+flag, remark, ext fields and values, and pulled bodies record by record (sizes,
+commit-log offsets, CRCs, properties), with the store time, store host and born host
+aside (the replay's own).
+
+* the first run (frames 1-301) and the orderly consumer past its maximum (360-517): every
+  connection, on a clock that follows the capture's (:mod:`tests.testing.consumer_session`);
+* the probe of the broker (302-359): offsets, timestamps, pull statuses and their checks
+  in the broker's order, send-back of an unknown offset, consumer list, locks;
+* the first run's send-backs: where their records land in the commit log.
 """
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import json
 import re
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import decode_frame
-from producer._remoting.store_record import StoreRecord, decode_records
 from producer.testing import DevCluster
-from tests.protocol.golden import golden_dir
+from tests.testing.consumer_session import frames, raw, replay_run, same_records
 from tests.testing.rawclient import RawClient
 
 pytestmark = pytest.mark.anyio
 
-SESSION = golden_dir() / "sessions" / "consumer_4_9_4"
 SENDS = (5, 9, 11, 13, 15, 17)  # SpecProducer's six messages to SpecTopic
 COMMIT = 73  # SpecGroup commits offset 3 of SpecTopic queue 0 (oneway)
 PROBE = range(302, 360)
@@ -39,30 +35,11 @@ EARLIEST = 317  # the answer to GET_EARLIEST_MSG_STORETIME: the replay's store t
 CLIENT_ADDR = re.compile(r"consumer:\[/127\.0\.0\.1:\d+\]")  # the client port differs
 
 
-def frames() -> dict[int, dict[str, Any]]:
-    lines = (SESSION / "frames.jsonl").read_text().splitlines()
-    return {f["seq"]: f for f in map(json.loads, lines)}
-
-
-def raw(frame: dict[str, Any]) -> bytes:
-    return (SESSION / frame["file"]).read_bytes()
-
-
 @pytest.fixture
 async def cluster() -> AsyncIterator[DevCluster]:
     async with DevCluster(brokers=1, cluster_name="SpecCluster", auto_create_topic=False) as c:
         c.add_topic("SpecTopic", 2)
         yield c
-
-
-def same_records(ours: bytes, golden: bytes) -> None:
-    def comparable(record: StoreRecord) -> StoreRecord:
-        # The replay's own: when it stored, where it listens, the sender's client port.
-        return dataclasses.replace(record, store_timestamp=0, store_host="", born_host="")
-
-    assert [comparable(r) for r in decode_records(ours)] == [
-        comparable(r) for r in decode_records(golden)
-    ]
 
 
 def assert_same_answer(seq: int, ours: RemotingCommand, golden: RemotingCommand) -> None:
@@ -127,115 +104,6 @@ ORDERLY_DLQ = range(360, 518)
 # messages too, which this replay does not store.
 SCHEDULE_MAX_OFFSETS = range(476, 512)
 FIRST_OFFSET = 0x11AF  # the capture's commit-log offset of SpecProducer2's "poison"
-GOLDEN_BROKER = "broker-s"
-
-
-def commit_log_offset(offset_msg_id: str) -> int:
-    return int(offset_msg_id[-16:], 16)
-
-
-class SessionReplay:
-    """Frames written on one connection per captured connection, answers matched to the
-    capture's: responses by opaque, requests the broker starts by code."""
-
-    def __init__(self, cluster: DevCluster, captured: dict[int, dict[str, Any]]) -> None:
-        self.cluster = cluster
-        self.captured = captured
-        self.connections: dict[int, RawClient] = {}
-        self.unmatched: dict[int, list[RemotingCommand]] = {}
-        self.last_frame = {f["conn"]: seq for seq, f in captured.items() if seq in ORDERLY_DLQ}
-        self.shift = 0  # our commit-log offsets minus the capture's
-        self.compared = 0
-
-    async def connection(self, frame: dict[str, Any]) -> RawClient:
-        conn = frame["conn"]
-        if conn not in self.connections:
-            addr = (
-                self.cluster.namesrv_addr
-                if frame["route"] == "namesrv"
-                else self.cluster.broker_addr("broker-a")
-            )
-            self.connections[conn] = await RawClient.connect(addr)
-            self.unmatched[conn] = []
-        return self.connections[conn]
-
-    async def answer(self, frame: dict[str, Any], golden: RemotingCommand) -> RemotingCommand:
-        def matches(ours: RemotingCommand) -> bool:
-            if golden.flag & 1:
-                return bool(ours.flag & 1) and ours.opaque == golden.opaque
-            return not ours.flag & 1 and ours.code == golden.code
-
-        client = await self.connection(frame)
-        waiting = self.unmatched[frame["conn"]]
-        for ours in waiting:
-            if matches(ours):
-                waiting.remove(ours)
-                return ours
-        while True:
-            ours = await asyncio.wait_for(client.read(), 5)
-            if matches(ours):
-                return ours
-            waiting.append(ours)
-
-    async def close_finished(self, seq: int, conn: int) -> None:
-        if self.last_frame[conn] == seq:
-            await self.connections.pop(conn).close()
-            assert self.unmatched.pop(conn) == [], f"answers the capture lacks on c{conn}"
-
-    async def aclose(self) -> None:
-        for client in self.connections.values():
-            await client.close()
-
-
-def same_route(ours: RemotingCommand, golden: RemotingCommand, broker: str) -> None:
-    def comparable(body: bytes, name: str) -> dict[str, Any]:
-        route = json.loads(body)
-        for queue in route["queueDatas"]:
-            queue["brokerName"] = queue["brokerName"].replace(name, GOLDEN_BROKER)
-        return {
-            "queues": route["queueDatas"],
-            "brokers": [
-                (
-                    b["cluster"],
-                    b["brokerName"].replace(name, GOLDEN_BROKER),
-                    sorted(b["brokerAddrs"]),
-                )
-                for b in route["brokerDatas"]
-            ],
-        }
-
-    assert comparable(ours.body or b"", broker) == comparable(golden.body or b"", GOLDEN_BROKER)
-
-
-def same_broker_answer(
-    seq: int, ours: RemotingCommand, golden: RemotingCommand, shift: int
-) -> None:
-    where = f"frame {seq}"
-    assert (ours.code, ours.flag, ours.remark) == (golden.code, golden.flag, golden.remark), where
-    ours_fields, golden_fields = dict(ours.ext_fields or {}), dict(golden.ext_fields or {})
-    if "msgId" in golden_fields:  # the store host differs; the offset moves by the shift
-        assert commit_log_offset(ours_fields.pop("msgId")) == (
-            commit_log_offset(golden_fields.pop("msgId")) + shift
-        ), where
-    assert ours_fields == golden_fields, where
-    if golden.remark == "FOUND":
-
-        def comparable(record: StoreRecord, offset_shift: int) -> dict[str, Any]:
-            return dataclasses.asdict(
-                dataclasses.replace(
-                    record,
-                    commit_log_offset=record.commit_log_offset + offset_shift,
-                    store_timestamp=0,
-                    store_host="",
-                    born_host="",
-                )
-            )
-
-        assert [comparable(r, 0) for r in decode_records(ours.body or b"")] == [
-            comparable(r, shift) for r in decode_records(golden.body or b"")
-        ], where
-    else:
-        assert (ours.body or b"") == (golden.body or b""), where
 
 
 async def test_the_orderly_consumer_past_its_max_gets_the_real_brokers_answers() -> None:
@@ -247,45 +115,15 @@ async def test_the_orderly_consumer_past_its_max_gets_the_real_brokers_answers()
     no message (19) and one 27 s later finds it in %DLQ%, laid out as the real broker
     wrote it. Every answer is compared: code, flag, remark, ext fields, bodies (pulled
     records field by field, commit-log offsets moved by the replay's first offset)."""
-    captured = frames()
-    now = {"ms": int(captured[ORDERLY_DLQ[0]]["t"] * 1000)}
-    async with DevCluster(
-        brokers=1,
-        cluster_name="SpecCluster",
-        clock_ms=lambda: now["ms"],
-    ) as cluster:
-        cluster.add_topic("SpecOrderTopic", 1)
-        replay = SessionReplay(cluster, captured)
-        try:
-            for seq in ORDERLY_DLQ:
-                frame = captured[seq]
-                now["ms"] = int(frame["t"] * 1000)
-                cluster.tick()
-                if seq not in SCHEDULE_MAX_OFFSETS:
-                    await replay_frame(replay, seq, frame)
-                await replay.close_finished(seq, frame["conn"])
-        finally:
-            await replay.aclose()
-    answers = [s for s in ORDERLY_DLQ if captured[s]["dir"] == "s2c"]
+    replay = await replay_run(
+        ORDERLY_DLQ,
+        {"SpecOrderTopic": 1},
+        skip=SCHEDULE_MAX_OFFSETS,
+        first_store=(367, FIRST_OFFSET),
+    )
+    answers = [s for s in ORDERLY_DLQ if replay.captured[s]["dir"] == "s2c"]
     assert replay.compared == len([s for s in answers if s not in SCHEDULE_MAX_OFFSETS]) == 58
     assert replay.shift == -FIRST_OFFSET
-
-
-async def replay_frame(replay: SessionReplay, seq: int, frame: dict[str, Any]) -> None:
-    if frame["dir"] == "c2s":
-        await (await replay.connection(frame)).write(raw(frame))
-        return
-    golden = decode_frame(raw(frame))
-    ours = await replay.answer(frame, golden)
-    if frame["route"] == "namesrv":
-        assert (ours.code, ours.remark) == (golden.code, golden.remark), f"frame {seq}"
-        if golden.code == 0:
-            same_route(ours, golden, "broker-a")
-    else:
-        if seq == 367:  # the first store: where our commit log starts against the capture's
-            replay.shift = commit_log_offset((ours.ext_fields or {})["msgId"]) - FIRST_OFFSET
-        same_broker_answer(seq, ours, golden, replay.shift)
-    replay.compared += 1
 
 
 # -- send-back: the commit log the first run left (frames 5-80, steps.txt) --------------------
@@ -341,3 +179,27 @@ async def test_send_back_lays_out_the_commit_log_as_the_real_broker() -> None:
             if m.topic.startswith(("%RETRY%", "%DLQ%"))
         }
     assert placed == FIRST_RUN_OFFSETS
+
+
+# -- the first run (frames 1-301) ---------------------------------------------------------------
+
+
+def first_run_order() -> list[int]:
+    """Capture order, but the DLQ-direct send-back (55) written after the three written
+    within the same 3 ms that the real broker stored before it (see SEND_BACKS)."""
+    order = [seq for seq in range(1, 302) if seq != 55]
+    order.insert(order.index(59) + 1, 55)
+    return order
+
+
+async def test_the_first_run_gets_the_real_brokers_answers() -> None:
+    """The capture's first run, every frame of every connection, on the capture's clock:
+    six sends; a push consumer's heartbeats, rebalance, long-polling pulls, offsets and
+    send-backs at delay levels 0, 1 and -1; the retries coming back through %RETRY% after
+    1 s and 10 s; maxReconsumeTimes=1 sending fail-always to the DLQ; a second member
+    joining and leaving (NOTIFY_CONSUMER_IDS_CHANGED); a DLQ reader; an orderly consumer
+    with its locks; everyone unregistering."""
+    replay = await replay_run(first_run_order(), {"SpecTopic": 2}, first_store=(8, 0))
+    answers = [s for s in range(1, 302) if replay.captured[s]["dir"] == "s2c"]
+    assert replay.compared == len(answers)
+    assert replay.shift == 0
