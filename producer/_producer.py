@@ -237,7 +237,7 @@ class Producer:
         self._planner = Planner(options, self._clock, self._rng)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._async_sends = AsyncSends(self._tg, native=runtime.is_asyncio)
+        self._async_sends = AsyncSends(self._tg, loop=runtime.asyncio_loop)
         self._maintenance.start(self._tg)
         if options.batching:
             self._batching = BatchSends(
@@ -249,6 +249,7 @@ class Producer:
                 tracker=self._tracker,
                 clock=self._clock,
                 spawn=self._async_sends.spawn,
+                loop=runtime.asyncio_loop,
             )
             self._tg.start_soon(self._batching.accumulator.run)
         self.state = ProducerState.RUNNING
@@ -350,7 +351,10 @@ class Producer:
         prepared = self._prepare(message)
         assert self._planner is not None and self._async_sends is not None
         budget = self._planner.budget_ms(timeout_ms)
-        future = SendFuture(on_success, on_exception, msg_id=prepared.msg_id)
+        assert self._runtime is not None
+        future = SendFuture(
+            on_success, on_exception, msg_id=prepared.msg_id, loop=self._runtime.asyncio_loop
+        )
         batching = self._batching
         if (
             batching is not None

@@ -18,11 +18,13 @@ class AsyncSends:
     owns them and :meth:`cancel_all` ends them the way closing the task group would.
     """
 
-    __slots__ = ("_tasks", "_tg")
+    __slots__ = ("_loop", "_tasks", "_tg")
 
-    def __init__(self, tg: TaskGroup, *, native: bool) -> None:
+    def __init__(self, tg: TaskGroup, *, loop: asyncio.AbstractEventLoop | None) -> None:
+        """``loop``: the producer's asyncio loop (native tasks), or None (trio)."""
         self._tg = tg
-        self._tasks: set[asyncio.Task[None]] | None = set() if native else None
+        self._loop = loop
+        self._tasks: set[asyncio.Task[None]] | None = None if loop is None else set()
 
     def spawn(
         self,
@@ -32,11 +34,11 @@ class AsyncSends:
     ) -> None:
         """Run ``func(*args)``; ``if_never_ran`` is called if it is cancelled before it
         starts (asyncio then never enters the coroutine, so its own cleanup cannot run)."""
-        tasks = self._tasks
-        if tasks is None:
+        tasks, loop = self._tasks, self._loop
+        if tasks is None or loop is None:
             self._tg.start_soon(func, *args)  # trio runs a cancelled task to its first await
             return
-        task = asyncio.get_running_loop().create_task(func(*args))
+        task = loop.create_task(func(*args))
         tasks.add(task)
 
         def done(finished: asyncio.Task[None]) -> None:

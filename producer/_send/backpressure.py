@@ -70,7 +70,10 @@ class InFlightLimiter:
 
     def try_acquire(self, size: int) -> bool:
         """Take a slot without waiting; only when nobody is queued ahead (fairness)."""
-        if self._waiters or not self._has_room(size):
+        count = self._count
+        if self._waiters or count >= self.max_count:
+            return False
+        if count and self._bytes + size > self.max_bytes:  # _has_room, inline: every send
             return False
         self._count += 1
         self._bytes += size

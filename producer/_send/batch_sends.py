@@ -11,6 +11,7 @@ message never fails its neighbours.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -80,6 +81,7 @@ class BatchSends:
         "_clock",
         "_factory",
         "_limiter",
+        "_loop",
         "_planner",
         "_sender",
         "_spawn",
@@ -98,6 +100,7 @@ class BatchSends:
         tracker: SendTracker,
         clock: Clock,
         spawn: Spawn,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self._sender = sender
         self._factory = factory
@@ -106,6 +109,7 @@ class BatchSends:
         self._tracker = tracker
         self._clock = clock
         self._spawn = spawn
+        self._loop = loop  # the producer's asyncio loop (None under trio)
         self.accumulator = Accumulator(
             self._launch,
             max_messages=options.batch_max_messages,
@@ -153,7 +157,7 @@ class BatchSends:
         if group is None or not self._limiter.try_acquire(len(prepared.body)):
             return None
         if future is None:
-            future = SendFuture(msg_id=prepared.msg_id)
+            future = SendFuture(msg_id=prepared.msg_id, loop=self._loop)
         deadline = self._clock.monotonic_ms() + key.budget_ms
         member = Member(prepared, message, deadline, future, self._tracker.begin())
         group.append(member)

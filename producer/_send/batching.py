@@ -15,10 +15,10 @@ member's) takes nothing from any of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import anyio
+import msgspec
 
 from producer._remoting.message import Message
 from producer._remoting.requests import PreparedMessage
@@ -36,8 +36,7 @@ class GroupKey(NamedTuple):
     wait_store_msg_ok: bool
 
 
-@dataclass(eq=False, slots=True)
-class Member:
+class Member(msgspec.Struct, eq=False):
     """One caller's message waiting in (or sent with) a group."""
 
     prepared: PreparedMessage

@@ -34,7 +34,16 @@ class SendFuture:
     raises is logged and changes nothing (A6).
     """
 
-    __slots__ = ("_done", "_error", "_on_exception", "_on_success", "_result", "_waiters", "msg_id")
+    __slots__ = (
+        "_done",
+        "_error",
+        "_loop",
+        "_on_exception",
+        "_on_success",
+        "_result",
+        "_waiters",
+        "msg_id",
+    )
 
     def __init__(
         self,
@@ -42,8 +51,12 @@ class SendFuture:
         on_exception: OnException | None = None,
         *,
         msg_id: str = "",
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.msg_id = msg_id  # the UNIQ_KEY, known before the send: correlate failures by it
+        # The producer's asyncio loop, when it has one: asking for the running loop costs
+        # a getpid() on 3.11. Without it, settled() asks.
+        self._loop = loop
         self._done = False
         # Made only when someone awaits: most send_async callers use callbacks or await
         # much later. On asyncio a loop future each (an anyio.Event costs several times
@@ -78,7 +91,7 @@ class SendFuture:
 
     def settled(self) -> Awaitable[None]:
         """Something to await until this future is done (call it while it is not)."""
-        loop = asyncio._get_running_loop()  # None under trio
+        loop = self._loop or asyncio._get_running_loop()  # None under trio
         if self._waiters is None:
             self._waiters = []
         if loop is not None:

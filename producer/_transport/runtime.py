@@ -31,6 +31,7 @@ class Runtime:
     loop_time: Callable[[], float]  # seconds on the loop's monotonic clock
     #: Whether the caller runs on the loop (or trio run) this runtime was made on.
     is_current: Callable[[], bool]
+    asyncio_loop: asyncio.AbstractEventLoop | None = None  # None under trio
 
     @property
     def is_asyncio(self) -> bool:
@@ -57,7 +58,7 @@ def current_runtime() -> Runtime:
     if library == "asyncio":
         loop = asyncio.get_running_loop()
         # the loop's own time function: anyio.current_time costs a lookup per reading
-        return Runtime(library, loop.time, _on_asyncio_loop(loop))
+        return Runtime(library, loop.time, _on_asyncio_loop(loop), loop)
     return Runtime(library, anyio.current_time, _in_trio_run(_trio_root()))
 
 

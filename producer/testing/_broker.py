@@ -50,6 +50,7 @@ from producer.testing._store import (
     PendingMessage,
     StoredMessage,
     TopicConfig,
+    properties_length,
     stored_size,
 )
 
@@ -283,10 +284,10 @@ class Broker:
         measured = sized_as or topic
         grown = 0
         if may_delay:
-            before = _properties_length(pending)
+            before = properties_length(pending.properties)
             topic, queue_id = self.consume.put_target(topic, queue_id, pending)
             if topic == SCHEDULE_TOPIC:
-                grown = _properties_length(pending) - before
+                grown = properties_length(pending.properties) - before
         grown += len(topic.encode()) - len(measured.encode())
         if grown:
             pending = dataclasses.replace(pending, size=pending.size + grown)
@@ -426,10 +427,6 @@ class Broker:
             )
         offset = self.store.max_offset(topic, int(queue_id))
         return request.make_response(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
-
-
-def _properties_length(pending: PendingMessage) -> int:
-    return len(encode_properties(pending.properties).encode())
 
 
 def _inflate(body: bytes, sys_flag: int) -> bytes:

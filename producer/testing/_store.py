@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from producer._remoting.message_codec import make_offset_msg_id
+from producer._remoting.properties import encode_properties
 
 __all__ = [
     "AUTO_CREATE_TOPIC",
@@ -23,6 +24,7 @@ __all__ = [
     "PendingMessage",
     "StoredMessage",
     "TopicConfig",
+    "properties_length",
     "stored_size",
 ]
 
@@ -43,6 +45,11 @@ _FIXED_MESSAGE_BYTES = 91
 def stored_size(body_len: int, topic_len: int, properties_len: int) -> int:
     """Bytes one message takes in a 4.9.4 commit log (IPv4 hosts)."""
     return _FIXED_MESSAGE_BYTES + body_len + topic_len + properties_len
+
+
+def properties_length(properties: Mapping[str, str]) -> int:
+    """Bytes of ``properties`` as a commit-log record holds them."""
+    return len(encode_properties(properties).encode())
 
 
 @dataclass(frozen=True)
