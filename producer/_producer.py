@@ -24,14 +24,15 @@ from producer._client.upkeep import Maintenance
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.message import Message
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
+from producer._send.async_runner import AsyncSendRunner
 from producer._send.async_sends import AsyncSends
 from producer._send.backpressure import InFlightLimiter
 from producer._send.batch_sends import BatchSends, batchable
-from producer._send.future import OnException, OnSuccess, SendFuture, settle
+from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
 from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import ProducerOptions, Routing
-from producer._send.plan import SendMode, SendPlan
+from producer._send.plan import SendMode
 from producer._send.planner import Planner
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
@@ -148,6 +149,7 @@ class Producer:
         self.state = ProducerState.NEW
         self._tg: TaskGroup | None = None
         self._async_sends: AsyncSends | None = None
+        self._async_runner: AsyncSendRunner | None = None
         self._pool: ConnectionPool | None = None
         self._sender: Sender | None = None
         self._planner: Planner | None = None
@@ -238,6 +240,12 @@ class Producer:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._async_sends = AsyncSends(self._tg, loop=runtime.asyncio_loop)
+        self._async_runner = AsyncSendRunner(
+            sender=self._sender,
+            spawn=self._async_sends.spawn,
+            limiter=self._limiter,
+            tracker=self._tracker,
+        )
         self._maintenance.start(self._tg)
         if options.batching:
             self._batching = BatchSends(
@@ -367,9 +375,8 @@ class Producer:
         # send even if its task has not started yet.
         holds_slot = self._limiter.try_acquire(len(prepared.body))
         job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
-        self._async_sends.spawn(
-            self._run_async, job, plan, future, if_never_ran=lambda: self._abandon(job, future)
-        )
+        assert self._async_runner is not None
+        self._async_runner.start(job, plan, future)
         return future
 
     async def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:
@@ -421,22 +428,6 @@ class Producer:
             return await self._sender.run(job, plan)
         finally:
             self._tracker.end(ticket)
-
-    def _abandon(self, job: SendJob, future: SendFuture) -> None:
-        """A ``send_async`` task cancelled at close before it ever ran."""
-        if future.done():
-            return  # it did run: its own handler resolved the future and freed its slot
-        if job.holds_slot:
-            self._limiter.release(len(job.prepared.body))
-        self._tracker.end(job.ticket)
-        future.set_error(ProducerClosedError("producer closed before the send started"))
-
-    async def _run_async(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
-        assert self._sender is not None
-        try:
-            await settle(future, plan, self._sender.run(job, plan))
-        finally:
-            self._tracker.end(job.ticket)
 
     def __repr__(self) -> str:
         return (

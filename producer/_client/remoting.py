@@ -9,6 +9,7 @@ order (request signing goes here).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from producer._client.clock import Clock
@@ -50,6 +51,17 @@ class RemotingClient:
             return self._connect_and_invoke(addr, request, timeout_ms)
         self._prepare(request)
         return connection.request(request, timeout_ms)
+
+    def start(
+        self, addr: str, request: OutgoingRequest, timeout_ms: float
+    ) -> asyncio.Future[RemotingCommand | None] | None:
+        """``request`` sent on the open connection to ``addr`` as a loop future; ``None``
+        (nothing sent) when there is no open connection or its backend makes none."""
+        connection = self.pool.open_connection(addr)
+        if connection is None or not connection.starts_requests:
+            return None
+        self._prepare(request)
+        return connection.start_request(request, timeout_ms)
 
     async def _connect_and_invoke(
         self, addr: str, request: OutgoingRequest, timeout_ms: float

@@ -8,6 +8,10 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
+#: Spawns a coroutine function as a task the producer owns; the callback runs if the
+#: task is cancelled before it starts (see :class:`AsyncSends`).
+Spawn = Callable[..., None]
+
 
 class AsyncSends:
     """Runs the producer's ``send_async`` tasks and cancels the ones left at close.
@@ -18,13 +22,14 @@ class AsyncSends:
     owns them and :meth:`cancel_all` ends them the way closing the task group would.
     """
 
-    __slots__ = ("_loop", "_tasks", "_tg")
+    __slots__ = ("_closed", "_loop", "_tasks", "_tg")
 
     def __init__(self, tg: TaskGroup, *, loop: asyncio.AbstractEventLoop | None) -> None:
         """``loop``: the producer's asyncio loop (native tasks), or None (trio)."""
         self._tg = tg
         self._loop = loop
         self._tasks: set[asyncio.Task[None]] | None = None if loop is None else set()
+        self._closed = False  # cancel_all() ran: what is spawned later never runs
 
     def spawn(
         self,
@@ -34,6 +39,9 @@ class AsyncSends:
     ) -> None:
         """Run ``func(*args)``; ``if_never_ran`` is called if it is cancelled before it
         starts (asyncio then never enters the coroutine, so its own cleanup cannot run)."""
+        if self._closed:  # e.g. a task-less send's retry, after its connection closed
+            if_never_ran()
+            return
         tasks, loop = self._tasks, self._loop
         if tasks is None or loop is None:
             self._tg.start_soon(func, *args)  # trio runs a cancelled task to its first await
@@ -50,6 +58,7 @@ class AsyncSends:
 
     async def cancel_all(self) -> None:
         """Cancel the native tasks still running and wait until they have finished."""
+        self._closed = True
         if not self._tasks:
             return
         pending = list(self._tasks)

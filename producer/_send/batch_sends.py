@@ -22,6 +22,7 @@ from producer._remoting.codes import ResponseCode
 from producer._remoting.message import Message
 from producer._remoting.message_codec import COMPRESSED_FLAG
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
+from producer._send.async_sends import Spawn
 from producer._send.backpressure import InFlightLimiter
 from producer._send.batching import Accumulator, GroupKey, Member
 from producer._send.future import SendFuture, closed_error, settle
@@ -35,9 +36,6 @@ from producer.errors import AttemptRecord, ProducerClosedError, ProducerError
 
 log = logging.getLogger("producer")
 
-#: Spawns a coroutine function as a task the producer owns; the callback runs if the
-#: task is cancelled before it starts (see :class:`~producer._send.async_sends.AsyncSends`).
-Spawn = Callable[..., None]
 
 _RESENT_ALONE = frozenset({ResponseCode.MESSAGE_ILLEGAL})
 _SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%")

@@ -13,6 +13,10 @@ send reads it four times rather than once per decision.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+from collections.abc import Callable
+
 import anyio
 import msgspec
 from opentelemetry.trace import Span
@@ -22,6 +26,7 @@ from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, TopicRoute
 from producer._remoting.codes import SendStatus
+from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import PreparedMessage, build_send_request
 from producer._remoting.send_header import SendResponseHeader, parse_send_response
@@ -144,6 +149,70 @@ class Sender:
         if step.error is not None:
             raise step.error
         return step.result
+
+    # -- an async send's first attempt without a task (asyncio) -------------------------
+
+    def start_direct(
+        self, job: SendJob, plan: SendPlan, settled: Callable[[Finish | Retry], None]
+    ) -> bool:
+        """Start an async send's first attempt as a loop future with a callback, no task:
+        when no hook or OpenTelemetry SDK needs the attempt, its route is cached and a
+        connection is open. ``settled`` gets the :class:`Finish`, or the :class:`Retry`
+        that :meth:`resume` carries on in a task. ``False``: nothing was started."""
+        now = self.clock.monotonic_ms()
+        if self.hooks.active or self.telemetry.enabled(now):
+            return False
+        route = self.routes.cached(job.prepared.topic)
+        step = plan.next_attempt(now)
+        if route is None or not isinstance(step, Dispatch):
+            return False
+        queue = self._select(job, plan, route, now)
+        addr = route.broker_addrs.get(queue.broker_name, "")
+        request = build_send_request(job.prepared, queue, self.clock.wall_ms())
+        waiter = self.client.start(addr, request, step.timeout_ms) if addr else None
+        if waiter is None:
+            return False
+        self.router.on_dispatch(queue.broker_name, int(now))
+        answered = functools.partial(self._direct_answered, job, plan, queue, now, settled)
+        waiter.add_done_callback(answered)
+        return True
+
+    def _direct_answered(
+        self,
+        job: SendJob,
+        plan: SendPlan,
+        queue: MessageQueue,
+        start: float,
+        settled: Callable[[Finish | Retry], None],
+        waiter: asyncio.Future[RemotingCommand | None],
+    ) -> None:
+        broker = queue.broker_name
+        self.router.on_complete(broker)
+        now = self.clock.monotonic_ms()
+        latency = now - start
+        decision: Finish | Retry
+        try:
+            response = waiter.result()  # raises the request's error
+            assert response is not None
+            status, header = parse_send_response(response)
+        except ProducerError as exc:
+            self._record_fault(broker, latency, exc, now)
+            decision = plan.on_error(queue, exc, latency, now)
+        except BaseException as exc:  # cancelled (nobody should) or a bug of ours
+            plan.on_cancelled(queue, latency)
+            error = ProducerError(f"internal error: {exc!r}", attempts=plan.attempts)
+            decision = Finish(error=error)
+        else:
+            self._record_fault(broker, latency, None, now)
+            decision = plan.on_answer(queue, status, header, job.prepared.msg_id, latency)
+        settled(decision)
+
+    async def resume(self, job: SendJob, plan: SendPlan, retry: Retry) -> SendResult | None:
+        """The rest of a send whose first attempt :meth:`start_direct` made: its back-off,
+        then the attempts its plan has left (it keeps its in-flight slot)."""
+        if retry.backoff_ms > 0:
+            await self._back_off(retry, plan, self.clock.monotonic_ms())
+        return await self.run(job, plan)
 
     def _select(self, job: SendJob, plan: SendPlan, route: TopicRoute, now: float) -> MessageQueue:
         return choose_queue(

@@ -94,6 +94,11 @@ class AnyioConnection(InFlightConnection):
         assert response is not None
         return response
 
+    starts_requests = False
+
+    def start_request(self, command: OutgoingRequest, timeout_ms: float) -> None:
+        return None  # every request is awaited here: its waiter is not a loop future
+
     async def send_oneway(self, command: OutgoingRequest, timeout_ms: float | None = None) -> None:
         await self._submit(command, timeout_ms, oneway=True)
 

@@ -65,10 +65,20 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
 
     # -- the Connection interface --------------------------------------------------------
 
+    starts_requests = True
+
     @property
     def is_writing_paused(self) -> bool:
         """True while the transport's buffer is over its high-water mark."""
         return self._paused
+
+    def start_request(
+        self, command: OutgoingRequest, timeout_ms: float
+    ) -> asyncio.Future[RemotingCommand | None]:
+        future: asyncio.Future[RemotingCommand | None] = self._loop.create_future()
+        entry = self._inflight.prepare(command, timeout_ms, self._loop.time(), future)
+        self._queued(entry.deadline)
+        return future
 
     async def request(self, command: OutgoingRequest, timeout_ms: float) -> RemotingCommand:
         future: asyncio.Future[RemotingCommand | None] = self._loop.create_future()

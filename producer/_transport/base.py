@@ -65,6 +65,11 @@ class Connection(Protocol):
         ...
 
     @property
+    def starts_requests(self) -> bool:
+        """Whether :meth:`start_request` makes a future here (asyncio) or returns None."""
+        ...
+
+    @property
     def pending_count(self) -> int:
         """Requests awaiting a response plus oneway frames not yet written."""
         ...
@@ -79,6 +84,14 @@ class Connection(Protocol):
         the size limit) :class:`LocalProtocolError`. Cancelling the wait forgets the request
         (its frame is not written if it had not been yet).
         """
+        ...
+
+    def start_request(
+        self, command: OutgoingRequest, timeout_ms: float
+    ) -> asyncio.Future[RemotingCommand | None] | None:
+        """:meth:`request` without a coroutine: its loop future (the response, or the same
+        errors as an exception), on a backend that has one (asyncio); ``None`` elsewhere,
+        with nothing sent. Nobody may cancel the future: the request is not forgotten."""
         ...
 
     async def send_oneway(self, command: OutgoingRequest, timeout_ms: float | None = None) -> None:

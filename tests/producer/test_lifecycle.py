@@ -70,10 +70,14 @@ async def test_aclose_drains_in_flight_sends(cluster: DevClusterThread) -> None:
     assert cluster.unique_msg_ids(TOPIC) == {f.result().msg_id for f in futures}
 
 
-async def test_aclose_fails_what_cannot_finish_exactly_once(cluster: DevClusterThread) -> None:
+@pytest.mark.parametrize("batching", [True, False])
+async def test_aclose_fails_what_cannot_finish_exactly_once(
+    cluster: DevClusterThread, batching: bool
+) -> None:
     errors: list[ProducerError] = []
-    async with make_producer(cluster, close_timeout_ms=100) as p:
-        await p.send(Message(TOPIC, b"warm"))
+    async with make_producer(cluster, close_timeout_ms=100, batching=batching) as p:
+        for _ in range(12):  # a connection to every broker: first attempts need no task
+            await p.send(Message(TOPIC, b"warm"))
         for name in ("broker-a", "broker-b", "broker-c"):
             cluster.set_fault(name, FaultSpec(blackhole=True))
         futures = [

@@ -1,0 +1,86 @@
+"""How a ``send_async`` outside a transparent batch runs.
+
+On asyncio, with nothing that needs a task (no hooks, no OpenTelemetry SDK, the route
+cached, a connection open), its first attempt is a loop future with a callback: no task
+is made for the send at all (most sends need one attempt). A retry, or anything the
+fast way cannot do, runs as a task of the producer through the :class:`Sender`, as every
+send does under trio.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from producer._send.async_sends import Spawn
+from producer._send.backpressure import InFlightLimiter
+from producer._send.future import SendFuture, closed_error, settle
+from producer._send.plan import Finish, Retry, SendPlan
+from producer._send.sender import Sender, SendJob
+from producer._send.tracker import SendTracker
+
+
+class AsyncSendRunner:
+    __slots__ = ("_limiter", "_sender", "_spawn", "_tracker")
+
+    def __init__(
+        self, *, sender: Sender, spawn: Spawn, limiter: InFlightLimiter, tracker: SendTracker
+    ) -> None:
+        self._sender = sender
+        self._spawn = spawn
+        self._limiter = limiter
+        self._tracker = tracker
+
+    def start(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
+        """Run ``job`` (its ticket taken, its in-flight slot too if ``job.holds_slot``)."""
+        settled = functools.partial(self._settled, job, plan, future)
+        if job.holds_slot and self._sender.start_direct(job, plan, settled):
+            return  # its first attempt is out, with no task of its own
+        self._spawn_run(job, plan, future, None)
+
+    def _spawn_run(
+        self, job: SendJob, plan: SendPlan, future: SendFuture, retry: Retry | None
+    ) -> None:
+        self._spawn(
+            self._run,
+            job,
+            plan,
+            future,
+            retry,
+            if_never_ran=lambda: self._abandon(job, plan, future),
+        )
+
+    def _settled(
+        self, job: SendJob, plan: SendPlan, future: SendFuture, decision: Finish | Retry
+    ) -> None:
+        """A task-less first attempt is over: the send is finished, or goes on in a task."""
+        if isinstance(decision, Retry):
+            self._spawn_run(job, plan, future, decision)
+            return
+        self._limiter.release(len(job.prepared.body))
+        self._tracker.end(job.ticket)
+        if decision.error is not None:
+            future.set_error(decision.error)
+        else:
+            assert decision.result is not None
+            future.set_result(decision.result)
+
+    async def _run(
+        self, job: SendJob, plan: SendPlan, future: SendFuture, retry: Retry | None
+    ) -> None:
+        """``retry``: what a task-less first attempt left to do."""
+        sender = self._sender
+        sending = sender.run(job, plan) if retry is None else sender.resume(job, plan, retry)
+        try:
+            await settle(future, plan, sending)
+        finally:
+            self._tracker.end(job.ticket)
+
+    def _abandon(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
+        """Its task was cancelled at close before it ever ran (its fate unknown if a
+        task-less first attempt was made)."""
+        if future.done():
+            return  # it did run: its own handler resolved the future and freed its slot
+        if job.holds_slot:
+            self._limiter.release(len(job.prepared.body))
+        self._tracker.end(job.ticket)
+        future.set_error(closed_error(plan))
