@@ -36,6 +36,19 @@ def make_producer(cluster: DevClusterThread, **options: Any) -> Producer:
     return Producer("test-group", cluster.namesrv_addr, **options)
 
 
+@pytest.fixture(params=[True, False], ids=["batching", "no-batching"])
+def batching(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Run the requesting module's tests with transparent batching on and off: its
+    ``make_producer`` makes producers with this ``batching`` unless a test says otherwise
+    (use it as ``pytest.mark.usefixtures("batching")``)."""
+
+    def make(cluster: DevClusterThread, **options: Any) -> Producer:
+        return make_producer(cluster, **{"batching": request.param, **options})
+
+    monkeypatch.setitem(request.module.__dict__, "make_producer", make)
+    return bool(request.param)
+
+
 @pytest.fixture
 async def producer(cluster: DevClusterThread) -> AsyncIterator[Producer]:
     async with make_producer(cluster) as p:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 import anyio
 import pytest
 
-from producer import AttemptOutcome, Message, Producer, RetryPolicy, SendFuture, SendResult
+from producer import AttemptOutcome, Message, RetryPolicy, SendFuture, SendResult
 from producer.errors import (
     BackpressureError,
     BrokerError,
@@ -22,23 +21,12 @@ from producer.testing import DevClusterThread, FaultSpec
 from tests.producer.conftest import TOPIC, make_producer
 from tests.producer.test_sync_rules import UNEVEN, add_uneven_topic, assert_retries_were_rebuilt
 
-pytestmark = pytest.mark.anyio
+# Every rule holds with transparent batching on and off. With it off, an async send's
+# first attempt runs without a task (on asyncio); with it on, a lone send goes as a group
+# of one.
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("batching")]
 
 BROKERS = ["broker-a", "broker-b", "broker-c"]
-_make_producer = make_producer
-
-
-@pytest.fixture(autouse=True, params=[True, False], ids=["batching", "no-batching"])
-def batching(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Every rule holds with transparent batching on and off. With it off, an async send's
-    first attempt runs without a task (on asyncio); with it on, a lone send goes as a
-    group of one."""
-
-    def make(cluster: DevClusterThread, **options: Any) -> Producer:
-        return _make_producer(cluster, **{"batching": request.param, **options})
-
-    monkeypatch.setitem(globals(), "make_producer", make)
-    return bool(request.param)
 
 
 class Callbacks:

@@ -23,7 +23,9 @@ from producer.errors import (
 from producer.testing import DevClusterThread, FaultSpec
 from tests.producer.conftest import TOPIC, make_producer
 
-pytestmark = pytest.mark.anyio
+# Every rule holds with transparent batching on and off (a lone send is never batched,
+# and these tests send one at a time: the same path either way, which is what they show).
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("batching")]
 
 BROKERS = ["broker-a", "broker-b", "broker-c"]
 
