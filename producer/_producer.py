@@ -388,9 +388,6 @@ class Producer:
 
     def _check_open(self) -> None:
         if self.state is ProducerState.RUNNING:
-            runtime = self._runtime
-            if runtime is not None and runtime.is_current():  # every send: one call
-                return
             self._check_loop()
             return
         if self.state is ProducerState.NEW:

@@ -186,26 +186,45 @@ class Sender:
         settled: Callable[[Finish | Retry], None],
         waiter: asyncio.Future[RemotingCommand | None],
     ) -> None:
-        broker = queue.broker_name
-        self.router.on_complete(broker)
-        now = self.clock.monotonic_ms()
-        latency = now - start
         decision: Finish | Retry
         try:
             response = waiter.result()  # raises the request's error
             assert response is not None
-            status, header = parse_send_response(response)
+            answer = parse_send_response(response)
         except ProducerError as exc:
-            self._record_fault(broker, latency, exc, now)
-            decision = plan.on_error(queue, exc, latency, now)
+            decision = self._decide(job, plan, queue, start, None, exc)[0]
         except BaseException as exc:  # cancelled (nobody should) or a bug of ours
-            plan.on_cancelled(queue, latency)
+            self.router.on_complete(queue.broker_name)
+            plan.on_cancelled(queue, self.clock.monotonic_ms() - start)
             error = ProducerError(f"internal error: {exc!r}", attempts=plan.attempts)
             decision = Finish(error=error)
         else:
-            self._record_fault(broker, latency, None, now)
-            decision = plan.on_answer(queue, status, header, job.prepared.msg_id, latency)
+            decision = self._decide(job, plan, queue, start, answer, None)[0]
         settled(decision)
+
+    def _decide(
+        self,
+        job: SendJob,
+        plan: SendPlan,
+        queue: MessageQueue,
+        start: float,
+        answer: Answer | None,
+        error: ProducerError | None,
+    ) -> tuple[Retry | Finish, float, float]:
+        """An attempt came back (``answer``, ``None`` for a oneway write, or ``error``):
+        the router learns it (S8) and the plan decides. Returns the decision, the clock
+        reading and the attempt's latency."""
+        broker = queue.broker_name
+        self.router.on_complete(broker)
+        now = self.clock.monotonic_ms()
+        latency = now - start
+        if error is not None:
+            self._record_fault(broker, latency, error, now)
+            return plan.on_error(queue, error, latency, now), now, latency
+        if answer is None:  # oneway: a write is not an answer, so no latency to learn
+            return plan.on_written(queue, latency), now, latency
+        self._record_fault(broker, latency, None, now)
+        return plan.on_answer(queue, *answer, job.prepared.msg_id, latency), now, latency
 
     async def resume(self, job: SendJob, plan: SendPlan, retry: Retry) -> SendResult | None:
         """The rest of a send whose first attempt :meth:`start_direct` made: its back-off,
@@ -255,11 +274,7 @@ class Sender:
                     await self.client.invoke(addr, request, step.timeout_ms)
                 )
         except ProducerError as exc:
-            self.router.on_complete(broker)
-            now = self.clock.monotonic_ms()
-            latency = now - start
-            self._record_fault(broker, latency, exc, now)
-            decision: Retry | Finish = plan.on_error(queue, exc, latency, now)
+            decision, now, latency = self._decide(job, plan, queue, start, None, exc)
             for ctx in contexts:
                 ctx.error, ctx.latency_ms = exc, latency
         except BaseException:
@@ -267,14 +282,7 @@ class Sender:
             plan.on_cancelled(queue, self.clock.monotonic_ms() - start)  # S8: no fault
             raise
         else:
-            self.router.on_complete(broker)
-            now = self.clock.monotonic_ms()
-            latency = now - start
-            if answer is None:  # oneway: a write is not an answer, so no latency to learn
-                decision = plan.on_written(queue, latency)
-            else:
-                self._record_fault(broker, latency, None, now)
-                decision = plan.on_answer(queue, *answer, job.prepared.msg_id, latency)
+            decision, now, latency = self._decide(job, plan, queue, start, answer, None)
             for ctx in contexts:
                 ctx.result, ctx.latency_ms = plan.last_result, latency
         if send.spans:  # none: telemetry is off

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import cast
 
 from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
-from producer._remoting.request_table import RequestHandler, not_supported
+from producer._remoting.request_table import Entry, RequestHandler, not_supported
 from producer._transport._connection_base import InFlightConnection
 from producer._transport.base import (
     DEFAULT_CLOSE_TIMEOUT_MS,
@@ -75,15 +75,10 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
     def start_request(
         self, command: OutgoingRequest, timeout_ms: float
     ) -> asyncio.Future[RemotingCommand | None]:
-        future: asyncio.Future[RemotingCommand | None] = self._loop.create_future()
-        entry = self._inflight.prepare(command, timeout_ms, self._loop.time(), future)
-        self._queued(entry.deadline)
-        return future
+        return self._submit(command, timeout_ms)[1]
 
     async def request(self, command: OutgoingRequest, timeout_ms: float) -> RemotingCommand:
-        future: asyncio.Future[RemotingCommand | None] = self._loop.create_future()
-        entry = self._inflight.prepare(command, timeout_ms, self._loop.time(), future)
-        self._queued(entry.deadline)
+        entry, future = self._submit(command, timeout_ms)
         try:
             response = await future
         except BaseException:
@@ -93,14 +88,23 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         return response
 
     async def send_oneway(self, command: OutgoingRequest, timeout_ms: float | None = None) -> None:
-        future: asyncio.Future[RemotingCommand | None] = self._loop.create_future()
-        entry = self._inflight.prepare(command, timeout_ms, self._loop.time(), future, oneway=True)
-        self._queued(entry.deadline)
+        entry, future = self._submit(command, timeout_ms, oneway=True)
         try:
             await future
         except BaseException:
             self._inflight.discard(entry)
             raise
+
+    def _submit(
+        self, command: OutgoingRequest, timeout_ms: float | None, *, oneway: bool = False
+    ) -> tuple[Entry, asyncio.Future[RemotingCommand | None]]:
+        """Queue ``command`` for writing; its entry and the future its answer completes."""
+        future: asyncio.Future[RemotingCommand | None] = self._loop.create_future()
+        entry = self._inflight.prepare(
+            command, timeout_ms, self._loop.time(), future, oneway=oneway
+        )
+        self._queued(entry.deadline)
+        return entry, future
 
     async def aclose(self) -> None:
         if self._shutdown(f"connection to {self._address} closed locally"):

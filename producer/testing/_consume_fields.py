@@ -16,6 +16,7 @@ from producer._remoting.properties import TAGS, encode_properties
 from producer._remoting.store_record import StoreRecord, body_crc
 from producer._remoting.subscription import Subscription, java_string_hash
 from producer.testing._groups import LockTable
+from producer.testing._java_order import java_hash_order, queue_hash
 from producer.testing._store import BrokerStore, PendingMessage, StoredMessage, stored_size
 
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
@@ -189,35 +190,6 @@ def get_messages(
     return ResponseCode.PULL_RETRY_IMMEDIATELY, "NO_MATCHED_MESSAGE", offset + scanned, []
 
 
-def _int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-def _queue_hash(queue: MessageQueue) -> int:
-    """``MessageQueue.hashCode()``: 31-based over brokerName, queueId, topic."""
-    h = 31 + java_string_hash(queue.broker_name)
-    h = 31 * _int32(h) + queue.queue_id
-    return _int32(31 * _int32(h) + java_string_hash(queue.topic))
-
-
-def java_hash_set_order(queues: list[MessageQueue], initial_capacity: int) -> list[MessageQueue]:
-    """The order a ``new HashSet<>(initial_capacity)`` holding ``queues`` (added in this
-    order) iterates in, which is the order fastjson writes it: buckets of the final table
-    (``hash ^ hash >>> 16`` masked by its size), additions order within a bucket."""
-    capacity = 1
-    while capacity < initial_capacity:
-        capacity *= 2
-    while len(queues) > int(capacity * 0.75):
-        capacity *= 2
-
-    def bucket(queue: MessageQueue) -> int:
-        h = _queue_hash(queue) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(queues, key=bucket)  # stable: additions order within a bucket
-
-
 def lock_answer(request: RemotingCommand, locks: LockTable, now_ms: float) -> RemotingCommand:
     """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ against ``locks``."""
     try:
@@ -233,7 +205,7 @@ def lock_answer(request: RemotingCommand, locks: LockTable, now_ms: float) -> Re
     answer = {
         "lockOKMQSet": [
             {"brokerName": q.broker_name, "queueId": q.queue_id, "topic": q.topic}
-            for q in java_hash_set_order(list(granted), len(queues))
+            for q in java_hash_order(granted, queue_hash, initial_capacity=len(queues))
         ]
     }
     return request.make_response(ResponseCode.SUCCESS, body=msgspec.json.encode(answer))

@@ -47,8 +47,9 @@ class HeldPulls:
             return []
         expired: list[HeldPull] = []
         for key, held in list(self._held.items()):
-            if any(h.deadline_ms <= checked_at for h in held):
-                expired += (h for h in held if h.deadline_ms <= checked_at)
+            due = [h for h in held if h.deadline_ms <= checked_at]
+            if due:
+                expired += due
                 self._held[key] = [h for h in held if h.deadline_ms > checked_at]
         return expired
 

@@ -20,25 +20,13 @@ from producer._remoting.route import (
     encode_route_data,
 )
 from producer.testing._broker import not_supported
+from producer.testing._java_order import java_hash_order
 from producer.testing._server import Channel, Decider, Reply
 from producer.testing._store import TopicConfig
 
-__all__ = ["NameServer", "java_hash_order"]
+__all__ = ["NameServer"]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
-
-
-def java_hash_order(names: list[str]) -> list[str]:
-    """The iteration order of a ``java.util.HashMap`` with ``names`` inserted in order."""
-    capacity = 16
-    while len(names) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(item: tuple[int, str]) -> tuple[int, int]:
-        h = java_string_hash(item[1]) & 0xFFFFFFFF  # HashMap spreads the unsigned bits
-        return ((h ^ (h >> 16)) & (capacity - 1), item[0])
-
-    return [name for _, name in sorted(enumerate(names), key=bucket)]
 
 
 class NameServer:
@@ -76,7 +64,11 @@ class NameServer:
         queues = self._topics.get(topic)
         if not queues:
             return None
-        names = [name for name in java_hash_order(list(queues)) if name in self._brokers]
+        names = [
+            name
+            for name in java_hash_order(list(queues), java_string_hash)
+            if name in self._brokers
+        ]
         if not names:
             return None
         return TopicRouteData(

@@ -4,7 +4,7 @@ iterates them (``RebalanceLockManager.tryLockBatch`` returns one, fastjson write
 from __future__ import annotations
 
 from producer._remoting.message import MessageQueue
-from producer.testing._consume_fields import java_hash_set_order
+from producer.testing._java_order import java_hash_order, queue_hash
 
 QUEUES = [
     MessageQueue(topic, broker, queue_id)
@@ -23,5 +23,5 @@ JAVA_ORDER = {
 
 def test_queues_come_out_in_java_hash_set_order() -> None:
     for size, expected in JAVA_ORDER.items():
-        ordered = java_hash_set_order(QUEUES[:size], size)
+        ordered = java_hash_order(QUEUES[:size], queue_hash, initial_capacity=size)
         assert [QUEUES.index(q) for q in ordered] == expected, size

@@ -10,8 +10,9 @@ from producer._remoting.codes import RequestCode, ResponseCode, SerializeType
 from producer._remoting.frame import decode_frame
 from producer._remoting.requests import parse_route_response, route_request
 from producer._remoting.route import parse_route_data
+from producer._remoting.subscription import java_string_hash
 from producer.testing import DevCluster
-from producer.testing._namesrv import java_hash_order
+from producer.testing._java_order import java_hash_order
 from tests.protocol.golden import golden_dir
 from tests.testing.rawclient import RawClient, make_request
 
@@ -120,9 +121,9 @@ async def test_routes_list_brokers_in_java_hashmap_order_and_follow_add_topic(
 
 def test_java_hash_order_matches_java_hashmap() -> None:
     # "broker-a".hashCode() = 372697965 -> bucket 11; "broker-b" -> bucket 8 (of 16).
-    assert java_hash_order(["broker-a", "broker-b"]) == ["broker-b", "broker-a"]
+    assert java_hash_order(["broker-a", "broker-b"], java_string_hash) == ["broker-b", "broker-a"]
     names = [f"broker-{c}" for c in "abcdefghijklmnop"]
-    assert sorted(java_hash_order(names)) == sorted(names)
+    assert sorted(java_hash_order(names, java_string_hash)) == sorted(names)
 
 
 @pytest.mark.parametrize("serialize_type", list(SerializeType))
