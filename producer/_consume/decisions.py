@@ -77,7 +77,7 @@ def start_from(stored: int | None, consume_from: ConsumeFromWhere, topic: str) -
 
     A stored offset always wins; ``consume_from`` only matters for a group the broker
     has no offset for - which a 4.9.4 broker reports only for large, old queues (it
-    answers 0 otherwise, CONSUMER.md 1.7). Retry topics start at 0 (or their end for
+    answers 0 otherwise, docs/consuming.md 1.7). Retry topics start at 0 (or their end for
     TIMESTAMP), as in Java.
     """
     if stored is not None and stored >= 0:

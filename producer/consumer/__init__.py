@@ -1,5 +1,5 @@
 """The consuming side of retry: a push consumer with RECONSUME_LATER, delay levels,
-dead-letter queues and offsets that never pass a message in flight (CONSUMER.md).
+dead-letter queues and offsets that never pass a message in flight (docs/consuming.md).
 
 ::
 

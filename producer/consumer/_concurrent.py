@@ -1,6 +1,6 @@
 """Concurrent consumption (``ConsumeMessageConcurrentlyService``): batches of a queue
 run in parallel; each batch's outcome settles its messages, and failures are sent back to
-the broker for a delayed retry through ``%RETRY%<group>`` (CONSUMER.md 2.6, 2.7)."""
+the broker for a delayed retry through ``%RETRY%<group>`` (docs/consuming.md 2.6, 2.7)."""
 
 from __future__ import annotations
 

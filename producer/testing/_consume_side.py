@@ -1,4 +1,4 @@
-"""A broker's consumer side, as 4.9.4 answers it (CONSUMER.md 1 and 3; no I/O).
+"""A broker's consumer side, as 4.9.4 answers it (docs/consuming.md 1 and 3; no I/O).
 
 Requests: PULL_MESSAGE (checks in the broker's order, tag-hash filtering, long polling,
 offsets piggy-backed on pulls), QUERY/UPDATE_CONSUMER_OFFSET, GET_MIN_OFFSET,
@@ -356,7 +356,7 @@ class ConsumeSide:
 
     def _deliver(self, commit_offset: int) -> None:
         """``messageTimeup``: put the real message; its properties keep ``DELAY`` and
-        ``REAL_*`` (the string is built before DELAY is cleared, CONSUMER.md 3.3)."""
+        ``REAL_*`` (the string is built before DELAY is cleared, docs/consuming.md 3.3)."""
         message = self.store.message_at(commit_offset)
         if message is None:
             return

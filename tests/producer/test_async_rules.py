@@ -1,4 +1,4 @@
-"""``send_async``: rules A1-A7 of DESIGN.md against the dev cluster."""
+"""``send_async``: rules A1-A7 of docs/semantics.md against the dev cluster."""
 
 from __future__ import annotations
 
