@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import latency_fault
 from producer._remoting.consumer_requests import (
     ConsumeFromWhere,
     ConsumerData,
@@ -127,6 +128,8 @@ def test_java_string_hash() -> None:
     assert java_string_hash("") == 0
     assert java_string_hash("polygenelubricants") == -(2**31)  # wraps to Integer.MIN_VALUE
     assert java_string_hash("\U0001f600") == 1772899  # a surrogate pair: two code units
+    assert java_string_hash("\ud800") == 55296  # a lone surrogate hashes, as in Java
+    assert java_string_hash is latency_fault.java_string_hash  # tags and keys: one hash
 
 
 def test_subscription_parsing() -> None:
