@@ -14,8 +14,9 @@ dead-letter queues and offsets that never pass a message in flight (docs/consumi
 """
 
 from producer._consume.decisions import ConsumeStatus
-from producer._consume.message import ReceivedMessage, dlq_topic, retry_topic
+from producer._consume.message import ReceivedMessage
 from producer._consume.policy import ConsumeRetryPolicy
+from producer._remoting.retry_topics import dlq_topic, retry_topic
 from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
 from producer.consumer._listener import ConsumeContext
 from producer.consumer._push_consumer import PushConsumer

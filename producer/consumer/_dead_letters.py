@@ -19,12 +19,13 @@ from types import TracebackType
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
 from producer._client.routes import parse_namesrv
-from producer._consume.message import ReceivedMessage, dlq_topic, received_message
+from producer._consume.message import ReceivedMessage, received_message
 from producer._producer import Producer
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.consumer_requests import PullParams, PullStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.properties import KEYS, RESERVED_PROPERTY_NAMES, RETRY_TOPIC, TAGS
+from producer._remoting.retry_topics import dlq_topic
 from producer._remoting.validation import check_group
 from producer._send.result import SendResult
 from producer._transport import ConnectionPool, current_runtime
