@@ -3,7 +3,8 @@ every request leaves through one door.
 
 Layers, lowest first: ``_remoting`` (with ``errors``) <- ``_transport`` <- ``_client`` <-
 ``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli`` and ``spark``,
-which use the public API only. ``testing`` (the dev cluster) may use the remoting core and the
+which use the public API only. The consumer's pure core ``_consume`` sits on
+``_remoting``; its shell ``consumer`` on ``_client`` and ``_consume``. ``testing`` (the dev cluster) may use the remoting core and the
 transport only. ``latency_fault`` is pure and imports no SDK.
 """
 
@@ -33,6 +34,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "latency_fault",
     ),
     "producer.testing": (*CORE, "producer._transport", "producer.testing", "latency_fault"),
+    # The consumer: a pure core (``_consume``) under an I/O shell that shares the
+    # producer's client; it needs only the result type of the send layer, never the facade.
+    "producer._consume": (*CORE, "producer._consume"),
+    "producer.consumer": (
+        *CORE,
+        "producer._transport",
+        "producer._client",
+        "producer._send.result",
+        "producer._consume",
+        "producer.consumer",
+    ),
     "latency_fault": ("latency_fault",),
 }
 # Nothing below the CLI may import it, and nothing but the CLI (and Spark's report) rich.
@@ -44,6 +56,7 @@ PURE_FILES = [
     *sorted((SDK / "_remoting").glob("*.py")),
     SDK / "_send" / "plan.py",
     SDK / "_send" / "retry_policy.py",
+    *sorted((SDK / "_consume").glob("*.py")),
     *sorted((ROOT / "latency_fault").glob("*.py")),
 ]
 
@@ -101,6 +114,14 @@ def test_layers_import_only_downwards() -> None:
     assert violations(dict.fromkeys(sdk_files())) == []
 
 
+def test_every_package_has_a_layer() -> None:
+    """A new package gets an entry (what it may import) or is a user of the public API."""
+    packages = [p.parent for p in SDK.glob("*/__init__.py")]
+    unplaced = [module_name(p) for p in packages if layer_of(module_name(p)) is None]
+    unplaced = [name for name in unplaced if not name.startswith(ON_TOP)]
+    assert unplaced == []
+
+
 @pytest.mark.parametrize(
     ("path", "source"),
     [
@@ -114,6 +135,9 @@ def test_layers_import_only_downwards() -> None:
         ("cli/send.py", "from producer._send.result import SendResult"),
         ("testing/_cluster.py", "from producer.cli.cluster import run_cluster_cli"),
         ("spark/_partition.py", "from producer._send.future import SendFuture"),
+        ("_consume/decisions.py", "from producer._client.routes import RouteTable"),
+        ("consumer/_dead_letters.py", "from producer._producer import Producer"),
+        ("consumer/_broker_api.py", "from producer._send.sender import Sender"),
         ("_send/sender.py", "from producer.spark import publish"),
     ],
 )

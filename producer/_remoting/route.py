@@ -24,7 +24,6 @@ import msgspec
 from producer._remoting.message import MessageQueue
 from producer.errors import RemoteProtocolError
 
-PERM_PRIORITY = 0x1 << 3
 PERM_READ = 0x1 << 2
 PERM_WRITE = 0x1 << 1
 PERM_INHERIT = 0x1
@@ -53,10 +52,6 @@ class BrokerData(msgspec.Struct, rename="camel", frozen=True):
     cluster: str
     broker_name: str
     broker_addrs: dict[int, str]
-
-    @property
-    def master_address(self) -> str | None:
-        return self.broker_addrs.get(MASTER_ID)
 
 
 class TopicRouteData(msgspec.Struct, rename="camel", frozen=True):
