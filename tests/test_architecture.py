@@ -4,8 +4,9 @@ every request leaves through one door.
 Layers, lowest first: ``_remoting`` (with ``errors``) <- ``_transport`` <- ``_client`` <-
 ``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli`` and ``spark``,
 which use the public API only. The consumer's pure core ``_consume`` sits on
-``_remoting``; its shell ``consumer`` on ``_client`` and ``_consume``. ``testing`` (the dev cluster) may use the remoting core and the
-transport only. ``latency_fault`` is pure and imports no SDK.
+``_remoting``; its shell ``consumer`` on ``_client`` and ``_consume``. ``testing`` (the
+dev cluster) may use the remoting core and the transport only. ``latency_fault`` is pure
+and imports no SDK (so the remoting core may use its Java string hash).
 """
 
 from __future__ import annotations
