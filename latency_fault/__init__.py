@@ -1,4 +1,4 @@
-"""Fault-aware broker routing for the producer (DESIGN.md section 5), with no I/O.
+"""Fault-aware broker routing for the producer (docs/semantics.md section 5), with no I/O.
 
 Nothing here reads a clock, the global random generator, or a socket: the producer passes
 monotonic milliseconds (`now_ms`) and a `random.Random` in, and gets decisions out.

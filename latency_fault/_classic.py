@@ -29,7 +29,22 @@ from ._tracker import FaultTracker
 __all__ = ["Classic49Router", "Classic5Router", "OffRouter"]
 
 
-class OffRouter:
+class _AnswersOnly:
+    """The Java strategies learn from answers only: nothing to note when a request
+    leaves or completes, and no probes (5.x's detector is off by default,
+    ``startDetectorEnable=false``; 4.9 has none)."""
+
+    def on_dispatch(self, broker: str, now_ms: int) -> None:
+        return None
+
+    def on_complete(self, broker: str) -> None:
+        return None
+
+    def due_probes(self, now_ms: int) -> list[str]:
+        return []
+
+
+class OffRouter(_AnswersOnly):
     """Tracking off (`sendLatencyFaultEnable=false`, the Java default).
 
     4.9 `TopicPublishInfo.selectOneMessageQueue(lastBrokerName)` and 5.x
@@ -58,15 +73,6 @@ class OffRouter:
     ) -> bool:
         return False
 
-    def on_dispatch(self, broker: str, now_ms: int) -> None:
-        return None  # the Java strategies learn from answers only
-
-    def on_complete(self, broker: str) -> None:
-        return None
-
-    def due_probes(self, now_ms: int) -> list[str]:
-        return []
-
     def retain(self, broker_names: Iterable[str]) -> None:
         return None
 
@@ -87,7 +93,7 @@ class OffRouter:
         return "OffRouter()"
 
 
-class _ClassicBase:
+class _ClassicBase(_AnswersOnly):
     """What both classic versions share: a fault table fed by the version's policy."""
 
     name = ""
@@ -125,16 +131,6 @@ class _ClassicBase:
         )
         self._bans += banned
         return banned
-
-    def on_dispatch(self, broker: str, now_ms: int) -> None:
-        return None  # the Java strategies learn from answers only
-
-    def on_complete(self, broker: str) -> None:
-        return None
-
-    def due_probes(self, now_ms: int) -> list[str]:
-        # 5.x's detector is off by default (startDetectorEnable=false); 4.9 has none.
-        return []
 
     def retain(self, broker_names: Iterable[str]) -> None:
         self._tracker.retain(broker_names)

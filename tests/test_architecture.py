@@ -3,8 +3,10 @@ every request leaves through one door.
 
 Layers, lowest first: ``_remoting`` (with ``errors``) <- ``_transport`` <- ``_client`` <-
 ``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli`` and ``spark``,
-which use the public API only. ``testing`` (the dev cluster) may use the remoting core and the
-transport only. ``latency_fault`` is pure and imports no SDK.
+which use the public API only. The consumer's pure core ``_consume`` sits on
+``_remoting``; its shell ``consumer`` on ``_client`` and ``_consume``. ``testing`` (the
+dev cluster) may use the remoting core and the transport only. ``latency_fault`` is pure
+and imports no SDK (so the remoting core may use its Java string hash).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ SDK = ROOT / "producer"
 # The SDK modules each layer may import (prefix match on the dotted name).
 CORE = ("producer.errors", "producer._remoting")
 ALLOWED: dict[str, tuple[str, ...]] = {
-    "producer._remoting": CORE,
+    "producer._remoting": (*CORE, "latency_fault"),  # pure, SDK-free: Java's string hash
     "producer.errors": ("producer._remoting.codes",),
     "producer._transport": (*CORE, "producer._transport"),
     "producer._client": (*CORE, "producer._transport", "producer._client", "latency_fault"),
@@ -33,6 +35,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "latency_fault",
     ),
     "producer.testing": (*CORE, "producer._transport", "producer.testing", "latency_fault"),
+    # The consumer: a pure core (``_consume``) under an I/O shell that shares the
+    # producer's client; it needs only the result type of the send layer, never the facade.
+    "producer._consume": (*CORE, "producer._consume"),
+    "producer.consumer": (
+        *CORE,
+        "producer._transport",
+        "producer._client",
+        "producer._send.result",
+        "producer._consume",
+        "producer.consumer",
+    ),
     "latency_fault": ("latency_fault",),
 }
 # Nothing below the CLI may import it, and nothing but the CLI (and Spark's report) rich.
@@ -44,6 +57,7 @@ PURE_FILES = [
     *sorted((SDK / "_remoting").glob("*.py")),
     SDK / "_send" / "plan.py",
     SDK / "_send" / "retry_policy.py",
+    *sorted((SDK / "_consume").glob("*.py")),
     *sorted((ROOT / "latency_fault").glob("*.py")),
 ]
 
@@ -101,6 +115,14 @@ def test_layers_import_only_downwards() -> None:
     assert violations(dict.fromkeys(sdk_files())) == []
 
 
+def test_every_package_has_a_layer() -> None:
+    """A new package gets an entry (what it may import) or is a user of the public API."""
+    packages = [p.parent for p in SDK.glob("*/__init__.py")]
+    unplaced = [module_name(p) for p in packages if layer_of(module_name(p)) is None]
+    unplaced = [name for name in unplaced if not name.startswith(ON_TOP)]
+    assert unplaced == []
+
+
 @pytest.mark.parametrize(
     ("path", "source"),
     [
@@ -114,6 +136,9 @@ def test_layers_import_only_downwards() -> None:
         ("cli/send.py", "from producer._send.result import SendResult"),
         ("testing/_cluster.py", "from producer.cli.cluster import run_cluster_cli"),
         ("spark/_partition.py", "from producer._send.future import SendFuture"),
+        ("_consume/decisions.py", "from producer._client.routes import RouteTable"),
+        ("consumer/_dead_letters.py", "from producer._producer import Producer"),
+        ("consumer/_broker_api.py", "from producer._send.sender import Sender"),
         ("_send/sender.py", "from producer.spark import publish"),
     ],
 )

@@ -76,3 +76,61 @@ def test_nothing_the_tests_need_lives_outside_the_repository() -> None:
         if path.is_file() and outside.search(path.read_text(errors="replace")):
             offenders.append(name)
     assert offenders == []
+
+
+# -- the rules live in docs/, and every citation of one points at text that exists ---------
+
+_RULE_ID = re.compile(r"\b([SAF])(\d{1,2})\b(?:\s*-\s*\1(\d{1,2})\b)?")
+_SECTION = re.compile(r"\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?")  # "2.6", "1.3-1.5", "3"
+_CONSUMING_CITE = re.compile(r"consuming\.md\s+((?:" + _SECTION.pattern + r"(?:,|\s|and)*)+)")
+
+
+def _cited_sources() -> dict[str, str]:
+    """Every tracked Python and Markdown file outside docs/, by name."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py", "*.md"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return {name: (ROOT / name).read_text() for name in tracked if not name.startswith("docs/")}
+
+
+def _expand(first: str, last: str | None) -> list[str]:
+    """ "2.4-2.7" -> 2.4 2.5 2.6 2.7; "1-3" -> 1 2 3."""
+    if last is None:
+        return [first]
+    head, _, low = first.rpartition(".")
+    high = last.rpartition(".")[2]
+    prefix = head + "." if head else ""
+    return [prefix + str(n) for n in range(int(low), int(high) + 1)]
+
+
+def test_every_producer_rule_cited_is_written_in_docs_semantics() -> None:
+    defined = set(re.findall(r"^- \*\*([SAF]\d+)\.\*\*", _doc("semantics.md"), re.MULTILINE))
+    assert {"S1", "S11", "A1", "A7", "F1", "F5"} <= defined
+    cited: set[str] = set()
+    for text in _cited_sources().values():
+        for letter, low, high in _RULE_ID.findall(text):
+            cited.update(letter + n.rpartition(".")[2] for n in _expand(low, high or None))
+    assert cited, "no rule id found: the pattern is broken"
+    assert cited - defined == set()
+
+
+def test_every_consumer_section_cited_is_a_heading_of_docs_consuming() -> None:
+    headings = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", _doc("consuming.md"), re.MULTILINE))
+    cited: set[str] = set()
+    for text in _cited_sources().values():
+        for run in _CONSUMING_CITE.findall(" ".join(text.split())):
+            for section in _SECTION.findall(run):
+                first, _, last = section.partition("-")
+                cited.update(_expand(first, last or None))
+    assert {"2.6", "1.6", "3.3"} <= cited, "citations not found: the pattern is broken"
+    assert cited - headings == set()
+
+
+def test_no_file_cites_the_old_rule_files() -> None:
+    old = re.compile(r"\b(?:DESIGN|CONSUMER)\.md\b|\.\./" + "shared")  # split: not a match itself
+    offenders = [name for name, text in _cited_sources().items() if old.search(text)]
+    assert offenders == []
+
+
+def _doc(name: str) -> str:
+    return (ROOT / "docs" / name).read_text()

@@ -49,7 +49,6 @@ class TopicRoute:
     topic: str
     snapshot: PublishSnapshot[MessageQueue]
     broker_addrs: dict[str, str]
-    fetched_ms: float
 
 
 def parse_namesrv(namesrv: str | Sequence[str]) -> list[str]:
@@ -165,7 +164,6 @@ class RouteTable:
             topic,
             PublishSnapshot(queues, self._rng, topic=topic),
             master_addresses(data),
-            self._clock.monotonic_ms(),
         )
         self._routes[topic] = route
         return route

@@ -8,9 +8,10 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from producer._consume.message import RETRY_GROUP_PREFIX, ReceivedMessage
+from producer._consume.message import ReceivedMessage
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import ConsumeFromWhere
+from producer._remoting.retry_topics import RETRY_PREFIX, is_dead_letter
 
 __all__ = [
     "LOCK_MAX_LIVE_MS",
@@ -77,12 +78,12 @@ def start_from(stored: int | None, consume_from: ConsumeFromWhere, topic: str) -
 
     A stored offset always wins; ``consume_from`` only matters for a group the broker
     has no offset for - which a 4.9.4 broker reports only for large, old queues (it
-    answers 0 otherwise, CONSUMER.md 1.7). Retry topics start at 0 (or their end for
+    answers 0 otherwise, docs/consuming.md 1.7). Retry topics start at 0 (or their end for
     TIMESTAMP), as in Java.
     """
     if stored is not None and stored >= 0:
         return StartFrom.STORED
-    retry = topic.startswith(RETRY_GROUP_PREFIX)
+    retry = topic.startswith(RETRY_PREFIX)
     if consume_from is ConsumeFromWhere.FIRST_OFFSET:
         return StartFrom.ZERO
     if consume_from is ConsumeFromWhere.TIMESTAMP:
@@ -121,8 +122,8 @@ class OrderlyRetry:
 
 
 def orderly_retry(messages: Sequence[ReceivedMessage], max_reconsume_times: int) -> OrderlyRetry:
-    dead = [m for m in messages if m.reconsume_times >= max_reconsume_times]
-    return OrderlyRetry(dead, [m for m in messages if m.reconsume_times < max_reconsume_times])
+    dead = [m for m in messages if is_dead_letter(m.reconsume_times, max_reconsume_times)]
+    return OrderlyRetry(dead, [m for m in messages if m not in dead])
 
 
 def suspend_ms(requested: int | None, default: int) -> int:

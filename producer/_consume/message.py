@@ -14,20 +14,10 @@ from producer._remoting.properties import (
     UNIQ_KEY,
     split_keys,
 )
+from producer._remoting.retry_topics import RETRY_PREFIX
 from producer._remoting.store_record import StoreRecord
 
-__all__ = ["RETRY_GROUP_PREFIX", "DLQ_GROUP_PREFIX", "ReceivedMessage", "retry_topic", "dlq_topic"]
-
-RETRY_GROUP_PREFIX = "%RETRY%"
-DLQ_GROUP_PREFIX = "%DLQ%"
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_GROUP_PREFIX + group
+__all__ = ["ReceivedMessage", "received_message"]
 
 
 @dataclass(slots=True, eq=False)
@@ -81,7 +71,7 @@ def received_message(record: StoreRecord, broker_name: str, body: bytes) -> Rece
     offset_id = make_offset_msg_id(host.strip("[]"), int(port), record.commit_log_offset)
     properties = record.properties
     topic = record.topic
-    if topic.startswith(RETRY_GROUP_PREFIX):
+    if topic.startswith(RETRY_PREFIX):
         topic = properties.get(RETRY_TOPIC, topic)
     return ReceivedMessage(
         topic=topic,

@@ -1,4 +1,4 @@
-"""What to do with a failed consumption, beyond Java's one answer (CONSUMER.md 2.6).
+"""What to do with a failed consumption, beyond Java's one answer (docs/consuming.md 2.6).
 
 :class:`ConsumeRetryPolicy` says which listener exceptions are worth a retry (the others
 go straight to the dead-letter queue) and which delay level each attempt waits;

@@ -3,7 +3,7 @@
 ``ProcessQueue`` of the Java client: messages are kept by queue offset from the moment
 they are pulled until their consumption is settled (success, or sent back). The
 committed offset is the smallest offset still held, so it never passes a message that
-is being consumed, waiting for a local retry, or stuck (CONSUMER.md 2.5, seed 001).
+is being consumed, waiting for a local retry, or stuck (docs/consuming.md 2.5, seed 001).
 """
 
 from __future__ import annotations

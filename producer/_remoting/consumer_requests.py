@@ -1,6 +1,6 @@
 """Builders for the requests a push consumer sends, and parsers for their answers.
 
-Field names, types and the enum strings are 4.9.4's (CONSUMER.md 1.3-1.5); every value
+Field names, types and the enum strings are 4.9.4's (docs/consuming.md 1.3-1.5); every value
 travels as a string. Parsers raise :class:`~producer.errors.BrokerError` for an error
 code and :class:`~producer.errors.RemoteProtocolError` for a malformed answer.
 """

@@ -172,6 +172,37 @@ def build_send_request(
     )
 
 
+_INNER_PRODUCER_HEADS = HeaderPrefixes(
+    CLIENT_INNER_PRODUCER_GROUP, DEFAULT_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
+)
+
+
+def build_retry_send_request(
+    queue: MessageQueue,
+    *,
+    body: bytes,
+    flag: int,
+    properties: str,
+    born_timestamp: int,
+    reconsume_times: int,
+    max_reconsume_times: int,
+) -> SendRequest:
+    """A consumer's SEND_MESSAGE_V2 of a copy to ``%RETRY%<group>`` (its send-back
+    fallback, and orderly's dead letter), as Java's inner producer sends it: the same
+    encoder as every send, with the count (``j``) and maximum (``l``) set."""
+    middle, tail = message_pieces(
+        0,
+        flag,
+        properties,
+        False,
+        reconsume_times=reconsume_times,
+        max_reconsume_times=max_reconsume_times,
+    )
+    head = _INNER_PRODUCER_HEADS.head(queue.topic, False)
+    code = RequestCode.SEND_MESSAGE_V2
+    return SendRequest(code, head, middle, tail, body, queue.queue_id, born_timestamp)
+
+
 def encode_message_properties(message: Message, uniq_key: str | None) -> str:
     """The properties a Java producer would send for ``message``.
 

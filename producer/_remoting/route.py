@@ -17,14 +17,13 @@ order. Strings are escaped as fastjson escapes them in each mode.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
 from producer._remoting.message import MessageQueue
 from producer.errors import RemoteProtocolError
 
-PERM_PRIORITY = 0x1 << 3
 PERM_READ = 0x1 << 2
 PERM_WRITE = 0x1 << 1
 PERM_INHERIT = 0x1
@@ -53,10 +52,6 @@ class BrokerData(msgspec.Struct, rename="camel", frozen=True):
     cluster: str
     broker_name: str
     broker_addrs: dict[int, str]
-
-    @property
-    def master_address(self) -> str | None:
-        return self.broker_addrs.get(MASTER_ID)
 
 
 class TopicRouteData(msgspec.Struct, rename="camel", frozen=True):
@@ -139,34 +134,35 @@ _SHORT_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t
 _SHORT_ESCAPES["\\"] = "\\\\"
 
 
+_BROWSER_ESCAPES = {**_SHORT_ESCAPES, "/": "\\/"}
+
+
 def _quote_browser_compatible(value: str) -> str:
     """fastjson ``BrowserCompatible``: also ``/``, and every char >= 127 as ``\\uXXXX``."""
-    if _PLAIN.fullmatch(value):
-        return f'"{value}"'
-    out = []
-    for ch in value:
-        code = ord(ch)
-        if ch in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[ch])
-        elif ch == "/":
-            out.append("\\/")
-        elif code < 32 or code >= 127:
-            out.append(_utf16_escape(code))
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    return _quote(value, _BROWSER_ESCAPES, lambda code: code < 32 or code >= 127)
 
 
 def _quote_legacy(value: str) -> str:
     """fastjson's default: control chars, DEL..0x9F and U+2028/9 escaped, the rest raw."""
+    return _quote(
+        value, _SHORT_ESCAPES, lambda code: code < 32 or 127 <= code < 160 or code in _LINE_SEPS
+    )
+
+
+_LINE_SEPS = (0x2028, 0x2029)
+
+
+def _quote(value: str, short: dict[str, str], as_unicode: Callable[[int], bool]) -> str:
+    """A JSON string as one fastjson mode writes it: ``short`` escapes first, then the
+    characters ``as_unicode`` picks as ``\\uXXXX`` (UTF-16), the rest as they are."""
     if _PLAIN.fullmatch(value):
         return f'"{value}"'
     out = []
     for ch in value:
         code = ord(ch)
-        if ch in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[ch])
-        elif code < 32 or 127 <= code < 160 or code in (0x2028, 0x2029):
+        if ch in short:
+            out.append(short[ch])
+        elif as_unicode(code):
             out.append(_utf16_escape(code))
         else:
             out.append(ch)

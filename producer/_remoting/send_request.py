@@ -72,16 +72,32 @@ class HeaderPrefixes:
         return found
 
 
-def message_pieces(sys_flag: int, flag: int, properties: str, batch: bool) -> tuple[bytes, bytes]:
-    """``middle`` and ``tail`` of one message's header (see the module doc)."""
+_NOT_A_RETRY = b',"j":"0","k":"false","m":"'
+
+
+def message_pieces(
+    sys_flag: int,
+    flag: int,
+    properties: str,
+    batch: bool,
+    *,
+    reconsume_times: int = 0,
+    max_reconsume_times: int | None = None,
+) -> tuple[bytes, bytes]:
+    """``middle`` and ``tail`` of one message's header (see the module doc). Only a
+    consumer's send to ``%RETRY%<group>`` carries a count (``j``) and a maximum (``l``)."""
     middle = b'","f":"' + _num(sys_flag) + b'","g":"'
+    retry = _NOT_A_RETRY
+    if reconsume_times or max_reconsume_times is not None:
+        limit = b"" if max_reconsume_times is None else b'"l":"%d",' % max_reconsume_times
+        retry = b',"j":"' + _num(reconsume_times) + b'","k":"false",' + limit + b'"m":"'
     tail = b"".join(
         (
             b'","h":"',
             _num(flag),
             b'","i":',
             _string(properties),
-            b',"j":"0","k":"false","m":"',
+            retry,
             b"true" if batch else b"false",
             b'"}',
         )

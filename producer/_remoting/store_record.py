@@ -1,4 +1,4 @@
-"""Commit-log records: what a pull returns and what a broker stores (CONSUMER.md 1.6).
+"""Commit-log records: what a pull returns and what a broker stores (docs/consuming.md 1.6).
 
 A PULL_MESSAGE body is the broker's raw commit-log records back to back, so one codec
 serves both sides: :func:`decode_records` for the consumer, :func:`encode_record` for the

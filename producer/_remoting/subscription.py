@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# One Java hash for tags and keyed sends alike (pure, no SDK imports: a safe dependency).
+from latency_fault import java_string_hash
+
 __all__ = [
     "SUBSCRIBE_ALL",
     "Subscription",
@@ -19,15 +22,6 @@ __all__ = [
 
 SUBSCRIBE_ALL = "*"
 _TAG_SEPARATOR = "||"
-
-
-def java_string_hash(text: str) -> int:
-    """``String.hashCode()``: ``h = 31*h + c`` over UTF-16 code units, as a signed int32."""
-    data = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 @dataclass(frozen=True, slots=True)

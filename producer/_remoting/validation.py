@@ -35,6 +35,7 @@ from producer._remoting.properties import (
     PROPERTY_SEPARATOR,
     RESERVED_PROPERTY_NAMES,
 )
+from producer._remoting.retry_topics import RETRY_PREFIX
 from producer.errors import MessageValidationError
 
 TOPIC_MAX_LENGTH = 127
@@ -42,8 +43,6 @@ GROUP_MAX_LENGTH = 255
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 MAX_DELAY_LEVEL = 18
 MAX_MSG_ID_LENGTH = 128  # a Java UNIQ_KEY is 32 (IPv4) or 56 (IPv6) hex digits
-RETRY_TOPIC_PREFIX = "%RETRY%"
-DLQ_TOPIC_PREFIX = "%DLQ%"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 AUTO_CREATE_TOPIC = "TBW102"
 CHARSET_RULE = "only ^[%|a-zA-Z0-9_-]+$"
@@ -250,7 +249,7 @@ def validate_batch(
             raise MessageValidationError(
                 f"batch[{index}].delay_level", message.delay_level, "no delay in a batch"
             )
-    if first.topic.startswith(RETRY_TOPIC_PREFIX):
+    if first.topic.startswith(RETRY_PREFIX):
         raise MessageValidationError("topic", first.topic, "no retry topic in a batch")
 
 

@@ -22,6 +22,7 @@ from producer._remoting.codes import ResponseCode
 from producer._remoting.message import Message
 from producer._remoting.message_codec import COMPRESSED_FLAG
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
+from producer._remoting.retry_topics import SYSTEM_PREFIXES
 from producer._send.async_sends import Spawn
 from producer._send.backpressure import InFlightLimiter
 from producer._send.batching import Accumulator, GroupKey, Member
@@ -38,7 +39,6 @@ log = logging.getLogger("producer")
 
 
 _RESENT_ALONE = frozenset({ResponseCode.MESSAGE_ILLEGAL})
-_SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%")
 
 
 def batchable(prepared: PreparedMessage, message: Message) -> bool:
@@ -47,7 +47,7 @@ def batchable(prepared: PreparedMessage, message: Message) -> bool:
     return not (
         prepared.sys_flag & COMPRESSED_FLAG
         or message.delay_level
-        or prepared.topic.startswith(_SYSTEM_PREFIXES)
+        or prepared.topic.startswith(SYSTEM_PREFIXES)
     )
 
 

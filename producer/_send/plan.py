@@ -1,4 +1,4 @@
-"""The send loop as a pure state machine (rules S1-S11, A2-A5 of DESIGN.md).
+"""The send loop as a pure state machine (rules S1-S11, A2-A5 of docs/semantics.md).
 
 The I/O shell asks :meth:`SendPlan.next_attempt` before every attempt and gets either a
 :class:`Dispatch` (send to a freshly selected queue with this network timeout) or a

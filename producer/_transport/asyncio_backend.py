@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import socket
 from ssl import SSLContext
@@ -38,8 +37,6 @@ from producer._transport.base import (
 from producer.errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = ["AsyncioConnection", "AsyncioConnector"]
-
-_log = logging.getLogger("producer.transport")
 
 
 class AsyncioConnection(InFlightConnection, asyncio.Protocol):

@@ -22,7 +22,13 @@ import anyio
 
 from producer import Message, Producer
 from producer.cli.common import positive_int
-from producer.consumer import ConsumeStatus, DeadLetterQueue, PushConsumer, ReceivedMessage
+from producer.consumer import (
+    ConsumeStatus,
+    DeadLetterQueue,
+    PushConsumer,
+    ReceivedMessage,
+    dlq_topic,
+)
 from producer.testing import DevCluster
 
 __all__ = ["add_consume_demo_arguments", "run_consume_demo"]
@@ -100,10 +106,10 @@ async def run_consume_demo(args: argparse.Namespace, out: TextIO) -> int:
                 listener,
                 out,
                 lambda: (
-                    len(listener.succeeded) + len(cluster.messages(f"%DLQ%{GROUP}")) >= len(ids)
+                    len(listener.succeeded) + len(cluster.messages(dlq_topic(GROUP))) >= len(ids)
                 ),
             )
-            dead = len(cluster.messages(f"%DLQ%{GROUP}"))
+            dead = len(cluster.messages(dlq_topic(GROUP)))
             print(
                 f"{dead} order(s) in %DLQ%{GROUP}; deploying the fix and re-driving them", file=out
             )
@@ -146,7 +152,7 @@ async def _watch(
             print(
                 f"t={time.monotonic() - started:5.1f}s consumed={len(listener.succeeded):>6} "
                 f"failed={listener.failures:>5} sent_back={stats['sent_back']:>5} "
-                f"delayed={backlog:>4} dlq={len(cluster.messages(f'%DLQ%{GROUP}')):>3} "
+                f"delayed={backlog:>4} dlq={len(cluster.messages(dlq_topic(GROUP))):>3} "
                 f"lag={stats['lag']:>5}",
                 file=out,
             )

@@ -1,5 +1,5 @@
 """The consuming side of retry: a push consumer with RECONSUME_LATER, delay levels,
-dead-letter queues and offsets that never pass a message in flight (CONSUMER.md).
+dead-letter queues and offsets that never pass a message in flight (docs/consuming.md).
 
 ::
 
@@ -14,8 +14,9 @@ dead-letter queues and offsets that never pass a message in flight (CONSUMER.md)
 """
 
 from producer._consume.decisions import ConsumeStatus
-from producer._consume.message import ReceivedMessage, dlq_topic, retry_topic
+from producer._consume.message import ReceivedMessage
 from producer._consume.policy import ConsumeRetryPolicy
+from producer._remoting.retry_topics import dlq_topic, retry_topic
 from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
 from producer.consumer._listener import ConsumeContext
 from producer.consumer._push_consumer import PushConsumer

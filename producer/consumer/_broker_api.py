@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
-from producer._consume.message import ReceivedMessage, retry_topic
-from producer._remoting.codes import RequestCode, ResponseCode
+from producer._consume.message import ReceivedMessage
+from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import (
     ConsumerData,
@@ -48,10 +48,11 @@ from producer._remoting.properties import (
     TRANSACTION_PREPARED,
     encode_properties,
 )
-from producer._remoting.requests import CLIENT_INNER_PRODUCER_GROUP, max_offset_request
+from producer._remoting.requests import build_retry_send_request, max_offset_request
+from producer._remoting.retry_topics import retry_topic
 from producer._remoting.route import build_subscribe_queues, master_addresses
-from producer._remoting.send_header import SendMessageRequestHeader
-from producer.errors import BrokerError, NoRouteError, ProducerError
+from producer._remoting.send_header import send_status_or_raise
+from producer.errors import NoRouteError, ProducerError
 
 log = logging.getLogger("producer.consumer")
 
@@ -244,37 +245,22 @@ class BrokerApi:
         props[MAX_RECONSUME_TIMES] = str(max_reconsume_times)
         props[DELAY] = str(3 + message.reconsume_times)
         last: ProducerError | None = None
+        properties = encode_properties(props)
         for queue in queues.queues:
-            header = SendMessageRequestHeader(
-                producer_group=CLIENT_INNER_PRODUCER_GROUP,
-                topic=topic,
-                queue_id=queue.queue_id,
-                sys_flag=0,
-                born_timestamp=message.born_timestamp,
+            request = build_retry_send_request(
+                queue,
+                body=message.body,
                 flag=message.flag,
-                properties=encode_properties(props),
+                properties=properties,
+                born_timestamp=message.born_timestamp,
                 reconsume_times=reconsume_times,
                 max_reconsume_times=max_reconsume_times,
-            )
-            request = RemotingCommand(
-                RequestCode.SEND_MESSAGE_V2, ext_fields=header.to_v2_fields(), body=message.body
             )
             try:
                 addr = queues.broker_addrs[queue.broker_name]
                 response = await self.client.invoke(addr, request, SEND_BACK_TIMEOUT_MS)
-                if response.code not in _STORED:
-                    raise BrokerError.for_code(response.code, response.remark)
+                send_status_or_raise(response.code, response.remark)
                 return
             except (ProducerError, KeyError) as exc:
                 last = exc if isinstance(exc, ProducerError) else last
         raise last or NoRouteError(topic, self.routes.namesrv_addrs, "no queue to send back to")
-
-
-_STORED = frozenset(
-    {
-        ResponseCode.SUCCESS,
-        ResponseCode.FLUSH_DISK_TIMEOUT,
-        ResponseCode.FLUSH_SLAVE_TIMEOUT,
-        ResponseCode.SLAVE_NOT_AVAILABLE,
-    }
-)

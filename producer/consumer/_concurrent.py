@@ -1,6 +1,6 @@
 """Concurrent consumption (``ConsumeMessageConcurrentlyService``): batches of a queue
 run in parallel; each batch's outcome settles its messages, and failures are sent back to
-the broker for a delayed retry through ``%RETRY%<group>`` (CONSUMER.md 2.6, 2.7)."""
+the broker for a delayed retry through ``%RETRY%<group>`` (docs/consuming.md 2.6, 2.7)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from producer._consume.decisions import ConsumeStatus, expired, settle
 from producer._consume.message import ReceivedMessage
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import MessageModel
+from producer._remoting.retry_topics import is_dead_letter
 from producer.consumer._consumption import Consumption
 from producer.consumer._listener import ConsumeContext, Verdict
 from producer.errors import ProducerError
@@ -123,7 +124,7 @@ class ConcurrentConsumption(Consumption):
         a dead letter."""
         self.sent_back += 1
         telemetry = self._call.telemetry
-        if delay_level < 0 or message.reconsume_times >= self.options.max_reconsume_times:
+        if is_dead_letter(message.reconsume_times, self.options.max_reconsume_times, delay_level):
             telemetry.dead_letter(message.topic)
         else:
             telemetry.sent_back(message.topic)

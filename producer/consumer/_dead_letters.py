@@ -15,16 +15,17 @@ import ssl as ssl_module
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Protocol
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
 from producer._client.routes import parse_namesrv
-from producer._consume.message import ReceivedMessage, dlq_topic, received_message
-from producer._producer import Producer
+from producer._consume.message import ReceivedMessage, received_message
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.consumer_requests import PullParams, PullStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.properties import KEYS, RESERVED_PROPERTY_NAMES, RETRY_TOPIC, TAGS
+from producer._remoting.retry_topics import dlq_topic
 from producer._remoting.validation import check_group
 from producer._send.result import SendResult
 from producer._transport import ConnectionPool, current_runtime
@@ -36,6 +37,15 @@ from producer.errors import LocalProtocolError, NoRouteError
 __all__ = ["DeadLetterQueue"]
 
 PULL_BATCH = 32
+
+
+class Sender(Protocol):
+    """The send pipeline a re-drive needs: a started ``Producer`` fits. Typed by what it
+    does, so this layer does not import the facade above it."""
+
+    async def send(self, message: Message) -> SendResult: ...
+
+
 READ_TIMEOUT_MS = 5000.0
 
 
@@ -143,8 +153,9 @@ class DeadLetterQueue:
             raise LocalProtocolError(f"not in {self.topic}: {', '.join(missing)}")
         return [by_id[i] for i in msg_ids]
 
-    async def redrive(self, letters: Sequence[DeadLetter], producer: Producer) -> list[SendResult]:
-        """Publish each letter's copy to its original topic through ``producer``."""
+    async def redrive(self, letters: Sequence[DeadLetter], producer: Sender) -> list[SendResult]:
+        """Publish each letter's copy to its original topic through ``producer`` (a
+        :class:`~producer.Producer`: anything whose ``send`` the caller already owns)."""
         copies = [letter.redrive_message() for letter in letters]  # all checked first
         return [await producer.send(copy) for copy in copies]
 

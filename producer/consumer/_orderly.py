@@ -1,4 +1,4 @@
-"""Orderly consumption (``ConsumeMessageOrderlyService``, CONSUMER.md 2.9).
+"""Orderly consumption (``ConsumeMessageOrderlyService``, docs/consuming.md 2.9).
 
 One task per queue consumes its messages strictly in offset order, one batch at a time,
 only while the broker's lock on the queue is ours (clustering). A failed batch is not

@@ -24,7 +24,6 @@ from producer._client.host import local_ipv4
 from producer._client.routes import parse_namesrv
 from producer._consume.allocate import allocate_averagely
 from producer._consume.decisions import StartFrom, start_from
-from producer._consume.message import retry_topic
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.acl import Credentials, signer_for
@@ -33,6 +32,7 @@ from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import ConsumerData, MessageModel
 from producer._remoting.message import MessageQueue
 from producer._remoting.request_table import not_supported
+from producer._remoting.retry_topics import retry_topic
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, Runtime, current_runtime

@@ -3,7 +3,7 @@
 It keeps one PULL_MESSAGE in flight (long-polled by the broker), holds what arrives in
 the queue's :class:`ProcessQueue`, and hands it to consumption (concurrent or orderly),
 which settles messages and moves the offset - never past a message in flight
-(CONSUMER.md 2.4-2.7). An orderly queue is pulled only while the broker's lock is ours.
+(docs/consuming.md 2.4-2.7). An orderly queue is pulled only while the broker's lock is ours.
 """
 
 from __future__ import annotations

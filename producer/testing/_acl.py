@@ -32,11 +32,11 @@ from producer._remoting.acl import (
 )
 from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
+from producer._remoting.retry_topics import RETRY_PREFIX
 from producer.errors import LocalProtocolError
 
 _DENY, _ANY, _PUB, _SUB = 1, 2, 4, 8
 _PERMS = {"DENY": _DENY, "PUB": _PUB, "SUB": _SUB, "PUB|SUB": _PUB | _SUB}
-_RETRY_PREFIX = "%RETRY%"
 _EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
 # Where 4.9.4 throws each refusal: the frame Java's exceptionSimpleDesc appends.
 _VALIDATE = (
@@ -102,7 +102,7 @@ def _published_topic(code: int, fields: Mapping[str, str]) -> str | None:
         topic = fields.get("b")
     else:
         return None
-    return None if topic is None or topic.startswith(_RETRY_PREFIX) else topic
+    return None if topic is None or topic.startswith(RETRY_PREFIX) else topic
 
 
 def _permits(needed: int, owned: int) -> bool:

@@ -1,4 +1,4 @@
-"""A broker's consumer side, as 4.9.4 answers it (CONSUMER.md 1 and 3; no I/O).
+"""A broker's consumer side, as 4.9.4 answers it (docs/consuming.md 1 and 3; no I/O).
 
 Requests: PULL_MESSAGE (checks in the broker's order, tag-hash filtering, long polling,
 offsets piggy-backed on pulls), QUERY/UPDATE_CONSUMER_OFFSET, GET_MIN_OFFSET,
@@ -33,6 +33,13 @@ from producer._remoting.properties import (
     REAL_TOPIC,
     RETRY_TOPIC,
     WAIT,
+)
+from producer._remoting.retry_topics import (
+    RETRY_PREFIX,
+    dlq_topic,
+    is_dead_letter,
+    max_reconsume_times,
+    retry_topic,
 )
 from producer._remoting.store_record import encode_record
 from producer._remoting.subscription import Subscription, parse_subscription
@@ -72,7 +79,6 @@ from producer.testing._store import (
 
 __all__ = ["CONSUME_CODES", "ConsumeSide", "PutTarget"]
 
-RETRY_PREFIX, DLQ_PREFIX = "%RETRY%", "%DLQ%"
 CONSUME_CODES = frozenset(
     {
         RequestCode.PULL_MESSAGE,
@@ -91,7 +97,6 @@ CONSUME_CODES = frozenset(
 _NO_RESPONSE_HEADER = frozenset(
     {RequestCode.CONSUMER_SEND_MSG_BACK, RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ}
 )
-VERSION_HONOURS_MAX_RECONSUME = 121  # MQVersion V3_4_9
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
@@ -176,7 +181,7 @@ class ConsumeSide:
                 continue
             group = self.registry.group(data.groupName)
             assert group is not None
-            self._ensure_topic(f"{RETRY_PREFIX}{data.groupName}", group.retry_queue_nums)
+            self._ensure_topic(retry_topic(data.groupName), group.retry_queue_nums)
             consumer = RegisteredConsumer(
                 client_id,
                 channel,
@@ -356,7 +361,7 @@ class ConsumeSide:
 
     def _deliver(self, commit_offset: int) -> None:
         """``messageTimeup``: put the real message; its properties keep ``DELAY`` and
-        ``REAL_*`` (the string is built before DELAY is cleared, CONSUMER.md 3.3)."""
+        ``REAL_*`` (the string is built before DELAY is cleared, docs/consuming.md 3.3)."""
         message = self.store.message_at(commit_offset)
         if message is None:
             return
@@ -378,7 +383,7 @@ class ConsumeSide:
         assert group is not None
         if group.retry_queue_nums <= 0:
             return request.make_response(ResponseCode.SUCCESS)  # dropped, as 4.9.4 does
-        retry = f"{RETRY_PREFIX}{group_name}"
+        retry = retry_topic(group_name)
         self._ensure_topic(retry, group.retry_queue_nums)
         message = self.store.message_at(commit_offset)
         if message is None:
@@ -388,12 +393,11 @@ class ConsumeSide:
         props = dict(message.properties)
         props.setdefault(RETRY_TOPIC, message.topic)
         props[WAIT] = "false"
-        max_times = group.retry_max_times
         header_max = request.field("maxReconsumeTimes")
-        if request.version >= VERSION_HONOURS_MAX_RECONSUME and header_max is not None:
-            max_times = int(header_max)
-        if message.reconsume_times >= max_times or delay_level < 0:
-            topic, queue_id = f"{DLQ_PREFIX}{group_name}", 0
+        requested = None if header_max is None else int(header_max)
+        max_times = max_reconsume_times(group.retry_max_times, requested, request.version)
+        if is_dead_letter(message.reconsume_times, max_times, delay_level):
+            topic, queue_id = dlq_topic(group_name), 0
             self._ensure_topic(topic, 1)
             props[DELAY] = "0"
         else:
@@ -415,12 +419,10 @@ class ConsumeSide:
             return None
         group = self.registry.group(topic[len(RETRY_PREFIX) :])
         assert group is not None
-        max_times = group.retry_max_times
-        if version >= VERSION_HONOURS_MAX_RECONSUME and max_reconsume is not None:
-            max_times = max_reconsume
-        if reconsume_times < max_times:
+        max_times = max_reconsume_times(group.retry_max_times, max_reconsume, version)
+        if not is_dead_letter(reconsume_times, max_times):
             return None
-        dlq = f"{DLQ_PREFIX}{group.name}"
+        dlq = dlq_topic(group.name)
         self._ensure_topic(dlq, 1)
         return PutTarget(dlq, 0)
 

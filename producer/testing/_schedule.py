@@ -2,7 +2,7 @@
 
 A put with ``DELAY`` > 0 is stored in ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` and
 delivered to its real topic once ``store time + delay(level)`` has passed. Each level is
-FIFO: a message never overtakes an earlier one of its level (CONSUMER.md 3.3).
+FIFO: a message never overtakes an earlier one of its level (docs/consuming.md 3.3).
 """
 
 from __future__ import annotations

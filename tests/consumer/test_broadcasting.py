@@ -1,6 +1,6 @@
 """Broadcasting: every member consumes every message, failures are not retried, and the
 offsets live in a local file per member (Java's LocalFileOffsetStore), never on the
-broker (issue 15, CONSUMER.md 2.2)."""
+broker (issue 15, docs/consuming.md 2.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The consumer's pure decisions (CONSUMER.md 2.2-2.6, 3.2): allocation, the committed
+"""The consumer's pure decisions (docs/consuming.md 2.2-2.6, 3.2): allocation, the committed
 offset, listener results, where a queue starts, delay levels."""
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def test_default_delay_levels_and_the_retry_schedule() -> None:
     levels = parse_delay_levels()
     assert levels.max_level == 18
     assert levels.delay_ms(1) == 1000 and levels.delay_ms(18) == 7_200_000
-    # CONSUMER.md 3.2: reconsumeTimes 0 -> level 3 (10 s), 1 -> 30 s, 15 -> 2 h, 16 -> clamped
+    # docs/consuming.md 3.2: reconsumeTimes 0 -> level 3 (10 s), 1 -> 30 s, 15 -> 2 h, 16 -> clamped
     schedule = [levels.delay_ms(levels.retry_level(r)) / 1000 for r in range(17)]
     assert schedule[:4] == [10, 30, 60, 120]
     assert schedule[14:] == [3600, 7200, 7200]
@@ -175,7 +175,7 @@ def test_bad_delay_levels_name_the_item() -> None:
     assert parse_delay_levels("200ms 1s").delays_ms == (200.0, 1000.0)
 
 
-# -- orderly (CONSUMER.md 2.9) -------------------------------------------------------------
+# -- orderly (docs/consuming.md 2.9) -------------------------------------------------------------
 
 
 def test_orderly_takes_the_head_in_offset_order() -> None:

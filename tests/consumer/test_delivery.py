@@ -154,7 +154,7 @@ async def test_a_crash_mid_batch_redelivers_from_the_committed_offset(
         await until(lambda: set(done_before) | set(after) == set(ids))
     stuck = ids[57]
     assert stuck not in done_before and after[stuck] == 1  # never lost
-    # Duplicates only at or after each queue's committed offset at the crash (CONSUMER.md
+    # Duplicates only at or after each queue's committed offset at the crash (docs/consuming.md
     # 2.5): the stuck message held its queue's offset, so its queue's later ones repeat.
     by_id = {m.uniq_key: m for m in cluster.messages("Orders")}
     for msg_id in set(done_before) & set(after):

@@ -1,4 +1,4 @@
-"""Orderly consumption against the dev cluster (CONSUMER.md 2.9, 5.3 item 11): queue locks
+"""Orderly consumption against the dev cluster (docs/consuming.md 2.9, 5.3 item 11): queue locks
 before pulls and released on hand-over and close, order per queue through a failing
 message, local retries only, and the orderly route to the DLQ."""
 
@@ -116,7 +116,7 @@ async def test_a_message_out_of_attempts_goes_to_the_dlq_and_the_queue_moves_on(
     assert [b for b in consumed if b.startswith(b"order-1")] == [b"order-1:0", b"order-1:2"]
     (dead,) = cluster.messages("%DLQ%og")
     assert dead.body == b"order-1:1"
-    # Java's orderly route: SEND_MESSAGE_V2 to %RETRY% with the count (CONSUMER.md 2.9).
+    # Java's orderly route: SEND_MESSAGE_V2 to %RETRY% with the count (docs/consuming.md 2.9).
     assert dead.properties["RETRY_TOPIC"] == "Orders" and dead.properties["DELAY"] == "4"
     assert (
         dead.properties["RECONSUME_TIME"] == "1" and dead.properties["MAX_RECONSUME_TIMES"] == "1"

@@ -1,6 +1,6 @@
 """The push consumer against the dev cluster: retries through %RETRY% with delay levels,
 the DLQ, partial acknowledgement, offsets that never pass a message in flight, and a
-rebalance between two members (CONSUMER.md 5.3 items 6-9, 13)."""
+rebalance between two members (docs/consuming.md 5.3 items 6-9, 13)."""
 
 from __future__ import annotations
 

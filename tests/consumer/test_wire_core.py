@@ -1,5 +1,5 @@
 """The consumer's wire core against the recorded Java 4.9.4 session: commit-log records,
-tag hashes, and the requests a push consumer sends (CONSUMER.md 1.3-1.6)."""
+tag hashes, and the requests a push consumer sends (docs/consuming.md 1.3-1.6)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import latency_fault
 from producer._remoting.consumer_requests import (
     ConsumeFromWhere,
     ConsumerData,
@@ -58,7 +59,7 @@ def test_record_fields_match_the_capture() -> None:
     first = result.records[0]
     assert (first.topic, first.queue_id, first.queue_offset) == ("SpecTopic", 1, 0)
     assert first.body == b"body-ok-1"
-    assert first.body_crc == 568412560  # CONSUMER.md 1.6, observed
+    assert first.body_crc == 568412560  # docs/consuming.md 1.6, observed
     assert first.store_host == "127.0.0.3:30911"
     assert first.properties["TAGS"] == "TagA"
     assert [r.queue_offset for r in result.records] == [0, 1, 2]
@@ -127,6 +128,8 @@ def test_java_string_hash() -> None:
     assert java_string_hash("") == 0
     assert java_string_hash("polygenelubricants") == -(2**31)  # wraps to Integer.MIN_VALUE
     assert java_string_hash("\U0001f600") == 1772899  # a surrogate pair: two code units
+    assert java_string_hash("\ud800") == 55296  # a lone surrogate hashes, as in Java
+    assert java_string_hash is latency_fault.java_string_hash  # tags and keys: one hash
 
 
 def test_subscription_parsing() -> None:

@@ -28,7 +28,18 @@ LAYOUT = {"a": 2, "b": 2, "c": 2}  # route order: a0 a1 b0 b1 c0 c1
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("", 0), ("a", 97), ("order-1", -1207111310), ("héllo", 103094734), ("😀", 1772899)],
+    [
+        ("", 0),
+        ("a", 97),
+        ("TagA", 2598919),
+        ("order-1", -1207111310),
+        ("héllo", 103094734),
+        ("订单", 1129459),
+        ("😀", 1772899),  # outside the BMP: its two surrogate code units
+        ("\ud800", 55296),  # a lone surrogate, which a tag or key may hold in Java
+        ("a\udc00b", 1839235),
+        ("polygenelubricants", -(2**31)),  # wraps to Integer.MIN_VALUE
+    ],
 )
 def test_java_string_hash_matches_java(text: str, expected: int) -> None:
     # printed by OpenJDK 17's String.hashCode (UTF-16 code units, int32 overflow)

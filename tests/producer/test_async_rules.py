@@ -1,4 +1,4 @@
-"""``send_async``: rules A1-A7 of DESIGN.md against the dev cluster."""
+"""``send_async``: rules A1-A7 of docs/semantics.md against the dev cluster."""
 
 from __future__ import annotations
 
@@ -88,6 +88,30 @@ async def test_a2_one_attempt_counter_across_redispatches(
     assert len(calls.errors) == 1
     outcomes = [a.outcome for a in calls.errors[0].attempts]
     assert outcomes == [AttemptOutcome.CONNECT_ERROR] * attempts
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # only asyncio starts task-less
+@pytest.mark.parametrize(("retries", "attempts"), [(0, 1), (1, 2), (2, 3)])
+async def test_a2_the_counter_survives_the_hand_over_to_a_task(
+    cluster: DevClusterThread, retries: int, attempts: int
+) -> None:
+    """The first attempt runs without a task (asyncio, no hooks, the route cached and a
+    connection open to every broker, batching off); its failure hands the send to a task
+    for the retries, which must go on counting from it, not start over."""
+    policy = RetryPolicy.default()
+    async with make_producer(
+        cluster, batching=False, retry_times_when_send_async_failed=retries, retry_policy=policy
+    ) as p:
+        warm = [await p.send(Message(TOPIC, b"warm")) for _ in range(12)]  # every queue
+        assert {r.queue.broker_name for r in warm} == set(BROKERS)
+        fault_all(cluster, FaultSpec(error_code=14))  # SERVICE_NOT_AVAILABLE: retried
+        calls = Callbacks()
+        future = p.send_async(Message(TOPIC, b"x"), calls.on_success, calls.on_exception)
+        with pytest.raises(BrokerError):
+            await future
+    assert len(calls.errors) == 1
+    assert [a.code for a in calls.errors[0].attempts] == [14] * attempts
+    assert len(cluster.unique_msg_ids(TOPIC)) == 12  # nothing but the warm-up was stored
 
 
 @pytest.mark.parametrize(

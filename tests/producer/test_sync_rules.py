@@ -1,4 +1,4 @@
-"""``await send``: rules S1-S11 of DESIGN.md against the dev cluster and its faults."""
+"""``await send``: rules S1-S11 of docs/semantics.md against the dev cluster and its faults."""
 
 from __future__ import annotations
 

@@ -59,6 +59,21 @@ async def test_a_certificate_from_an_unknown_ca_is_a_prompt_tls_error(
     assert elapsed_ms < BUDGET_MS / 2
 
 
+async def test_ssl_true_verifies_the_certificate_against_the_system_cas(
+    tls_cluster: DevClusterThread,
+) -> None:
+    """``ssl=True`` is the system's trusted CAs with hostnames checked: the dev cluster's
+    throwaway CA is not among them, so the handshake is refused, never waved through."""
+    stored = len(tls_cluster.unique_msg_ids(TOPIC))
+    async with make_producer(tls_cluster, ssl=True) as p:
+        error, elapsed_ms = await _failure(p)
+    assert isinstance(error, ConnectError)  # the name server lookup: NameServerError
+    assert isinstance(error.__cause__, TlsError)  # the handshake itself failed
+    assert "certificate was refused (unable to get local issuer" in str(error)
+    assert len(tls_cluster.unique_msg_ids(TOPIC)) == stored  # nothing got through
+    assert elapsed_ms < BUDGET_MS / 2
+
+
 async def test_a_certificate_for_another_name_is_a_tls_error() -> None:
     ca = trustme.CA()
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

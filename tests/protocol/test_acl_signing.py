@@ -29,6 +29,22 @@ def test_signature_vector_worked_out_by_hand() -> None:
     assert signature(content, "sk") == expected.decode() == "7B4niaqES8exrVqhYDRQlSSjoCA="
 
 
+def test_a_signed_request_with_a_body_and_a_security_token_matches_java() -> None:
+    # AclUtils.combineRequestContent over a TreeMap: "AccessKey" < "SecurityToken" <
+    # "queueId" < "topic", so b"RocketMQ" + b"tok-1" + b"3" + b"Orders", then the body.
+    # The signature was printed by OpenJDK 17 (TreeMap, String.getBytes("UTF-8"),
+    # Mac "HmacSHA1", java.util.Base64) from that algorithm, not by this SDK.
+    body = b"\x00body\xff"
+    command = RemotingCommand(
+        RequestCode.PULL_MESSAGE, ext_fields={"topic": "Orders", "queueId": "3"}, body=body
+    )
+    RequestSigner(Credentials("RocketMQ", "12345678", security_token="tok-1"))(command)
+    fields = command.ext_fields or {}
+    assert (fields["AccessKey"], fields["SecurityToken"]) == ("RocketMQ", "tok-1")
+    assert fields["Signature"] == "YWtlkF4dvjQZa/oVKo+roIqIBh0="
+    assert signing_content(fields, body) == b"RocketMQtok-13Orders" + body
+
+
 def test_signing_content_is_utf8_and_skips_what_the_broker_skips() -> None:
     fields = {"k": "é", "_UNIQUE_KEY_QUERY": "x"}
     assert signing_content(fields, b"") == "xé".encode()  # "_" sorts before "k"

@@ -15,6 +15,7 @@ from producer._remoting.message_codec import decode_batch, decompress_body
 from producer._remoting.properties import decode_properties
 from producer._remoting.requests import (
     SendRequestFactory,
+    build_retry_send_request,
     build_send_request,
     encode_message_properties,
     heartbeat_request,
@@ -242,3 +243,37 @@ def test_the_pre_encoded_header_is_the_codec_s_json(group: str, topic: str, prop
     assert b"".join(request.frame_parts()) == encode_frame(request.to_command())
     fields = request.ext_fields
     assert (fields["a"], fields["b"], fields["i"], fields["h"]) == (group, topic, props, "7")
+
+
+@pytest.mark.parametrize(("times", "limit"), [(1, 16), (0, 3), (17, 2**31 - 1)])
+def test_a_consumer_s_retry_send_is_the_one_encoder_with_its_count(times: int, limit: int) -> None:
+    """The send-back fallback's SEND_MESSAGE_V2 (docs/consuming.md 2.7): the inner
+    producer's group, the count in ``j`` and the maximum in ``l``, byte for byte what the
+    generic encoder writes for Java's header."""
+    queue = MessageQueue("%RETRY%g", "b", 0)
+    request = build_retry_send_request(
+        queue,
+        body=b"body",
+        flag=5,
+        properties="RETRY_TOPIC\x01Orders",
+        born_timestamp=1795259977471,
+        reconsume_times=times,
+        max_reconsume_times=limit,
+    )
+    header = SendMessageRequestHeader(
+        producer_group="CLIENT_INNER_PRODUCER",
+        topic="%RETRY%g",
+        queue_id=0,
+        sys_flag=0,
+        born_timestamp=1795259977471,
+        flag=5,
+        properties="RETRY_TOPIC\x01Orders",
+        reconsume_times=times,
+        max_reconsume_times=limit,
+    )
+    assert list(request.ext_fields.items()) == list(header.to_v2_fields().items())
+    request.opaque = 7
+    generic = RemotingCommand(
+        RequestCode.SEND_MESSAGE_V2, ext_fields=header.to_v2_fields(), body=b"body", opaque=7
+    )
+    assert b"".join(request.frame_parts()) == encode_frame(generic)

@@ -1,4 +1,4 @@
-"""The dev broker's consumer side, frame by frame (CONSUMER.md 1.4-1.5, 3.1): pull
+"""The dev broker's consumer side, frame by frame (docs/consuming.md 1.4-1.5, 3.1): pull
 checks and statuses, long polling, heartbeat side effects, send-back errors."""
 
 from __future__ import annotations
