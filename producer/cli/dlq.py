@@ -12,13 +12,13 @@ import datetime as dt
 from typing import TextIO
 
 from producer import Producer
-from producer.cli.common import positive_int
+from producer.cli.common import EXIT_USAGE, positive_int
 from producer.consumer import DeadLetter, DeadLetterQueue
 from producer.errors import LocalProtocolError, ProducerError
 
 __all__ = ["add_dlq_arguments", "run_dlq"]
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
+EXIT_FAILED = 1
 PREVIEW_BYTES = 60
 
 
@@ -34,6 +34,8 @@ def add_dlq_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         sub.add_argument("--namesrv", required=True, metavar="ADDR", help="host:port[;host:port]")
         if name == "list":
             sub.add_argument("--limit", type=positive_int, default=None, metavar="N")
+        elif name == "show":
+            sub.add_argument("msg_ids", nargs="+", metavar="MSG_ID", help="msg ids (UNIQ_KEY)")
         else:
             sub.add_argument("msg_ids", nargs="*", metavar="MSG_ID", help="msg ids (UNIQ_KEY)")
         if name == "redrive":
