@@ -91,12 +91,16 @@ def test_parser_defaults() -> None:
 def test_cluster_command_runs_the_dev_cluster_until_sigterm() -> None:
     command = [sys.executable, "-m", "producer", "cluster", "--namesrv-port", "0", "--json"]
     proc = subprocess.Popen(
-        [*command, "--brokers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*command, "--brokers", "2", "--delay-levels", "1s 200ms 2m"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
         info = json.loads(proc.stdout.readline())
         assert list(info["brokers"]) == ["broker-a", "broker-b"]
+        assert info["delay_levels_ms"] == [1000, 200, 120_000]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
     finally:
@@ -154,3 +158,22 @@ def test_dlq_show_usage_requires_a_message_id(capsys: pytest.CaptureFixture[str]
 def test_version_names_the_package(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_main(["--version"], capsys)
     assert code == 0 and out.startswith("rocketmq-aio-producer ")
+
+
+def test_a_busy_port_says_to_pick_another_or_0() -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "producer", "cluster", "--namesrv-port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "already in use" in line and "or 0 for any free port" in line
