@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import signal
 import sys
+import textwrap
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -19,9 +20,37 @@ from anyio.abc import TaskStatus
 
 from producer.errors import ProducerError
 
-__all__ = ["EXIT_USAGE", "fmt_ms", "positive_float", "positive_int", "run_command"]
+__all__ = [
+    "EXIT_USAGE",
+    "MAX_LINE",
+    "fmt_ms",
+    "wrapped",
+    "positive_float",
+    "positive_int",
+    "run_command",
+]
 
 Command = Callable[[anyio.Event], Awaitable[int]]
+
+
+MAX_LINE = 99  # every command's output fits a 100-column screen
+
+
+def wrapped(text: str, width: int = MAX_LINE) -> str:
+    """Each line of ``text`` broken at word boundaries into lines of at most ``width`` (a
+    word longer than that stays whole), continuations indented two more than their line."""
+    return "\n".join(_wrap_line(line, width) for line in text.split("\n"))
+
+
+def _wrap_line(line: str, width: int) -> str:
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.fill(
+        line,
+        width=width,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def fmt_ms(value: float | None) -> str:
