@@ -3,10 +3,14 @@ control, and ``python -m producer --help`` need neither rich, aiohttp nor Spark.
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,3 +96,21 @@ def test_spark_names_its_extra() -> None:
     done = run(WITHOUT_EXTRAS + "import producer.spark\n")
     assert done.returncode == 1
     assert 'pip install "rocketmq-aio-producer[spark]"' in done.stderr
+
+
+def test_every_library_producer_spark_imports_comes_with_the_spark_extra() -> None:
+    """``render_report(png=...)`` imports matplotlib inside a function: such imports count."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    installed = {
+        re.split(r"[<>=!;\[ ]", requirement, maxsplit=1)[0].lower()
+        for requirement in [*project["dependencies"], *project["optional-dependencies"]["spark"]]
+    }
+    imported: set[str] = set()
+    for path in (ROOT / "producer" / "spark").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    third_party = imported - set(sys.stdlib_module_names) - {"producer", "latency_fault"}
+    assert third_party and third_party <= installed, third_party - installed

@@ -32,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m producer",
         description="Asyncio producer for Apache RocketMQ: send, demo and dev cluster tools.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"rocketmq-aio-producer {__version__}"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_send_arguments(
         commands.add_parser(
@@ -63,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser(
             "dlq",
             help="list, show or re-drive a consumer group's dead letters",
-            description="Read %%DLQ%%<group> without changing it; re-drive chosen messages "
+            description="Read %DLQ%<group> without changing it; re-drive chosen messages "
             "to their original topic with a fresh retry budget.",
         )
     )
@@ -72,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
             "consume-demo",
             help="watch a consumer retry, dead-letter and re-drive messages",
             description="Publish orders to an in-process dev cluster and consume them with "
-            "failures: retries through %%RETRY%%, the DLQ, a re-drive, and a verdict.",
+            "failures: retries through %RETRY%, the DLQ, a re-drive, and a verdict.",
         )
     )
     bench = commands.add_parser(

@@ -11,12 +11,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import json
 import signal
 import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TextIO
 
+from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS
+from producer.cli.common import EXIT_USAGE
+from producer.errors import InvalidOptionError
 from producer.testing import DevCluster, parse_topics
 
 __all__ = ["add_cluster_arguments", "run_cluster", "run_cluster_cli"]
@@ -46,6 +50,13 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for fault draws")
     parser.add_argument(
+        "--delay-levels",
+        default=DEFAULT_DELAY_LEVELS,
+        metavar="LEVELS",
+        help="the brokers' messageDelayLevel, e.g. '1s 1s 1s' so a poison message reaches "
+        "the DLQ in seconds (default: the broker's 18 levels, 1s to 2h)",
+    )
+    parser.add_argument(
         "--no-auto-create",
         dest="auto_create_topic",
         action="store_false",
@@ -72,6 +83,7 @@ def _cluster_from(args: argparse.Namespace) -> DevCluster:
         namesrv_port=args.namesrv_port,
         auto_create_topic=args.auto_create_topic,
         seed=args.seed,
+        delay_levels=args.delay_levels,
         http_port=args.http_port,
         sink=args.sink,
     )
@@ -80,7 +92,12 @@ def _cluster_from(args: argparse.Namespace) -> DevCluster:
 def _announce(cluster: DevCluster, *, as_json: bool, out: TextIO) -> None:
     brokers = {name: cluster.broker_addr(name) for name in cluster.broker_names}
     if as_json:
-        info = {"namesrv": cluster.namesrv_addr, "brokers": brokers, "http": cluster.http_url}
+        info = {
+            "namesrv": cluster.namesrv_addr,
+            "brokers": brokers,
+            "http": cluster.http_url,
+            "delay_levels_ms": list(cluster.delay_levels.delays_ms),
+        }
         print(json.dumps(info), file=out, flush=True)
         return
     lines = [f"namesrv {cluster.namesrv_addr}"] + [f"{n} {a}" for n, a in brokers.items()]
@@ -129,8 +146,18 @@ def run_cluster_cli(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _run(run_cluster(args), use_uvloop=args.uvloop)
-    except ValueError as exc:  # bad --topic and the like
+    except (ValueError, InvalidOptionError) as exc:  # bad --topic, --delay-levels and the like
         parser.error(str(exc))
-    except OSError as exc:  # port in use
-        print(f"cannot start the dev cluster: {exc}", file=sys.stderr)
-        return 1
+    except OSError as exc:
+        print(f"error: cannot start the dev cluster: {_why(exc, args)}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _why(exc: OSError, args: argparse.Namespace) -> str:
+    if exc.errno != errno.EADDRINUSE:
+        return str(exc)
+    return (
+        f"a port is already in use on {args.host} ({exc.strerror}): choose another with "
+        f"--namesrv-port / --http-port, or 0 for any free port "
+        f"(--namesrv-port is {args.namesrv_port})"
+    )

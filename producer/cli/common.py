@@ -11,14 +11,46 @@ from __future__ import annotations
 import argparse
 import contextlib
 import signal
+import sys
+import textwrap
 from collections.abc import Awaitable, Callable
 
 import anyio
 from anyio.abc import TaskStatus
 
-__all__ = ["fmt_ms", "positive_float", "positive_int", "run_command"]
+from producer.errors import ProducerError
+
+__all__ = [
+    "EXIT_USAGE",
+    "MAX_LINE",
+    "fmt_ms",
+    "wrapped",
+    "positive_float",
+    "positive_int",
+    "run_command",
+]
 
 Command = Callable[[anyio.Event], Awaitable[int]]
+
+
+MAX_LINE = 99  # every command's output fits a 100-column screen
+
+
+def wrapped(text: str, width: int = MAX_LINE) -> str:
+    """Each line of ``text`` broken at word boundaries into lines of at most ``width`` (a
+    word longer than that stays whole), continuations indented two more than their line."""
+    return "\n".join(_wrap_line(line, width) for line in text.split("\n"))
+
+
+def _wrap_line(line: str, width: int) -> str:
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.fill(
+        line,
+        width=width,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def fmt_ms(value: float | None) -> str:
@@ -64,14 +96,25 @@ async def _stop_on_signals(
             stop.set()
 
 
+EXIT_USAGE = 2  # nothing could be done: bad arguments, an unreachable cluster, no route
+
+
 def run_command(command: Command) -> int:
-    """Run ``command(stop)`` on asyncio; the first Ctrl-C (or SIGTERM) sets ``stop``."""
+    """Run ``command(stop)`` on asyncio; the first Ctrl-C (or SIGTERM) sets ``stop``.
+
+    An SDK error the command did not handle is one line on stderr and exit status 2, for
+    every command: its message already names the problem and the fix.
+    """
 
     async def main() -> int:
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             await tg.start(_stop_on_signals, stop)
-            code = await command(stop)
+            try:
+                code = await command(stop)
+            except ProducerError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                code = EXIT_USAGE
             tg.cancel_scope.cancel()
         return code
 

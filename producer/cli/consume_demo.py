@@ -21,7 +21,7 @@ from typing import TextIO
 import anyio
 
 from producer import Message, Producer
-from producer.cli.common import positive_int
+from producer.cli.common import positive_int, wrapped
 from producer.consumer import (
     ConsumeStatus,
     DeadLetterQueue,
@@ -161,10 +161,10 @@ async def _watch(
 def _verdict(ids: list[str], listener: Listener, out: TextIO) -> int:
     missing = set(ids) - set(listener.succeeded)
     duplicates = sum(n - 1 for n in listener.succeeded.values())
-    print(
+    verdict = (
         f"VERDICT: {len(ids) - len(missing)} of {len(ids)} orders consumed successfully, "
         f"{len(missing)} missing, {duplicates} duplicate deliveries "
-        f"({listener.failures} failed deliveries retried through %RETRY% or the DLQ)",
-        file=out,
+        f"({listener.failures} failed deliveries retried through %RETRY% or the DLQ)"
     )
+    print(wrapped(verdict), file=out)
     return EXIT_LOST if missing else 0

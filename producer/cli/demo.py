@@ -23,7 +23,7 @@ from rich.console import Console
 
 from latency_fault import ROUTER_NAMES
 from producer import Message, Producer, SendFuture, SendResult
-from producer.cli.common import positive_float
+from producer.cli.common import MAX_LINE, positive_float, wrapped
 from producer.cli.demo_ledger import MsgIdLedger, judge
 from producer.cli.demo_view import (
     Display,
@@ -188,7 +188,7 @@ async def _run_timeline(
 def _console(out: TextIO) -> Console:
     if out.isatty():
         return Console(file=out)
-    return Console(file=out, width=160, color_system=None)
+    return Console(file=out, width=MAX_LINE, color_system=None)
 
 
 def _display(
@@ -227,7 +227,8 @@ async def run_demo(
     if stop.is_set():
         lines.insert(0, f"interrupted after {run.now_ms() / 1000:.1f} s: the summary so far")
     for line in lines:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        text = wrapped(line, min(console.width - 1, MAX_LINE))
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
     if stop.is_set():
         return EXIT_INTERRUPTED
     return 0 if verdict.holds else 1

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from producer.cli.common import fmt_ms
+from producer.cli.common import MAX_LINE, fmt_ms, wrapped
 from producer.cli.demo_ledger import Verdict
 from producer.cli.stats import LiveStats, Tally
 
@@ -100,8 +100,9 @@ def _rates_line(label: str, tally: Tally, per_second: float | None) -> str:
 
 
 def plain_line(stats: LiveStats, ctx: ViewContext, phase: str, now_ms: float) -> str:
-    """One line about the last complete second (for ``--no-live`` and pipes); ``phase``
-    is the phase that second belongs to."""
+    """Two lines about the last complete second (for ``--no-live`` and pipes): the whole
+    producer, then each broker's share and p99; ``phase`` is the phase that second
+    belongs to."""
     window = stats.last_window(now_ms)
     second = stats.window_index(now_ms)
     shares = " ".join(f"{_short(b)} {_pct(window.share(b))}" for b in ctx.brokers)
@@ -109,8 +110,9 @@ def plain_line(stats: LiveStats, ctx: ViewContext, phase: str, now_ms: float) ->
     return (
         f"t={second - 1:>3}-{second}s [{phase}] {stats.throughput(window):.0f} msg/s "
         f"p50 {fmt_ms(window.latency(50))} p99 {fmt_ms(window.latency(99))} "
-        f"p999 {fmt_ms(window.latency(99.9))} ms | share {shares} | p99 {p99s} | "
-        f"failed {window.failed} retries/msg {window.retries_per_message:.3f}"
+        f"p999 {fmt_ms(window.latency(99.9))} ms | failed {window.failed} "
+        f"retries/msg {window.retries_per_message:.3f}\n"
+        f"         share {shares} | p99 ms {p99s}"
     )
 
 
@@ -261,7 +263,8 @@ class PlainDisplay:
             self._shown = current
             label = " > ".join(self._phases or [phase])
             line = plain_line(self._stats, self._ctx, label, now_ms)
-            self._console.print(line, markup=False, highlight=False, soft_wrap=True)
+            text = wrapped(line, min(self._console.width - 1, MAX_LINE))
+            self._console.print(text, markup=False, highlight=False, soft_wrap=True)
             self._phases = []
         if not self._phases or self._phases[-1] != phase:
             self._phases.append(phase)

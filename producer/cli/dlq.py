@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import sys
 from typing import TextIO
 
 from producer import Producer
-from producer.cli.common import positive_int
+from producer.cli.common import EXIT_USAGE, MAX_LINE, positive_int, wrapped
 from producer.consumer import DeadLetter, DeadLetterQueue
 from producer.errors import LocalProtocolError, ProducerError
 
 __all__ = ["add_dlq_arguments", "run_dlq"]
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
-PREVIEW_BYTES = 60
+EXIT_FAILED = 1
 
 
 def add_dlq_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -34,6 +34,8 @@ def add_dlq_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         sub.add_argument("--namesrv", required=True, metavar="ADDR", help="host:port[;host:port]")
         if name == "list":
             sub.add_argument("--limit", type=positive_int, default=None, metavar="N")
+        elif name == "show":
+            sub.add_argument("msg_ids", nargs="+", metavar="MSG_ID", help="msg ids (UNIQ_KEY)")
         else:
             sub.add_argument("msg_ids", nargs="*", metavar="MSG_ID", help="msg ids (UNIQ_KEY)")
         if name == "redrive":
@@ -74,11 +76,11 @@ def _list(letters: list[DeadLetter], topic: str, out: TextIO) -> int:
     print(f"{len(letters)} message(s) in {topic}", file=out)
     for letter in letters:
         m = letter.message
-        print(
+        head = (
             f"{m.msg_id}  topic={letter.original_topic or '?'}  tries={m.reconsume_times}  "
-            f"stored={_when(m.store_timestamp)}  {_preview(m.body)}",
-            file=out,
+            f"stored={_when(m.store_timestamp, 'seconds')}  "
         )
+        print(head + _preview(m.body, max(MAX_LINE - len(head), 12)), file=out)
     return 0
 
 
@@ -91,8 +93,8 @@ def _show(letter: DeadLetter, out: TextIO) -> None:
     print(f"born: {_when(m.born_timestamp)} at {m.born_host}", file=out)
     print(f"stored: {_when(m.store_timestamp)} at {m.store_host}", file=out)
     for name, value in sorted(m.properties.items()):
-        print(f"  {name} = {value}", file=out)
-    print(f"body ({len(m.body)} bytes): {_preview(m.body, len(m.body))}", file=out)
+        print(wrapped(f"  {name} = {value}"), file=out)
+    print(wrapped(f"body ({len(m.body)} bytes): {_preview(m.body, sys.maxsize)}"), file=out)
     print(file=out)
 
 
@@ -115,12 +117,12 @@ async def _redrive(
     return EXIT_FAILED if failed else 0
 
 
-def _when(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(
-        timespec="milliseconds"
-    )
+def _when(ms: int, timespec: str = "milliseconds") -> str:
+    moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    return moment.isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
-def _preview(body: bytes, size: int = PREVIEW_BYTES) -> str:
-    text = body[:size].decode("utf-8", errors="replace")
-    return repr(text) + ("..." if len(body) > size else "")
+def _preview(body: bytes, width: int) -> str:
+    """The body as a quoted string of at most ``width`` characters (``...`` when cut)."""
+    text = repr(body.decode("utf-8", errors="replace"))
+    return text if len(text) <= width else text[: max(width - 3, 0)] + "..."

@@ -19,7 +19,7 @@ import anyio
 
 from latency_fault import ROUTER_NAMES
 from producer import Message, Producer, SendResult
-from producer.cli.common import fmt_ms, positive_float, positive_int
+from producer.cli.common import EXIT_USAGE, fmt_ms, positive_float, positive_int
 from producer.cli.stats import SendOutcome, Tally
 from producer.errors import (
     Fate,
@@ -33,7 +33,7 @@ __all__ = ["add_send_arguments", "run_send"]
 
 EACH_RESULT_UP_TO = 100
 PROGRESS_EVERY = 1000
-EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 
 
 def add_send_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -21,6 +21,7 @@ from producer.spark._rows import (
     ROW_ID,
     Columns,
 )
+from producer.spark._workers import use_driver_python_in_local_mode
 
 Engine = Literal["arrow", "rows"]
 RESULT_DDL = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS)
@@ -68,6 +69,7 @@ def publish(
     )
     extra = [PRESET_MSG_ID] if PRESET_MSG_ID in df.columns else []
     selected = df.select(row_id.alias(ROW_ID), *columns.used(), *extra)
+    use_driver_python_in_local_mode(df.sparkSession.sparkContext)
     if engine == "arrow":
         sent = selected.mapInArrow(_arrow_task(job), RESULT_DDL)
     elif engine == "rows":

@@ -8,6 +8,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from producer.spark._report import LatencyReport
@@ -18,22 +19,47 @@ TABLES = ("overall", "per_broker", "per_topic", "broker_attempts", "attempts", "
 def render_report(
     report: LatencyReport, *, console: Console | None = None, png: str | Path | None = None
 ) -> None:
-    """Print the report's tables; with ``png``, also plot p50/p99 per broker over time
-    (needs matplotlib)."""
+    """Print the report's tables; with ``png``, also plot p50/p99 per broker over time."""
     out = console or Console()
     for name in TABLES:
-        out.print(_table(name.replace("_", " "), getattr(report, name)))
+        table = _table(name.replace("_", " "), getattr(report, name))
+        if out.is_terminal:
+            out.print(table)
+        else:
+            _print_whole(out, table)
     if png is not None:
         plot_over_time(report.over_time, png)
 
 
+IDENTIFIERS = ("broker", "topic")
+
+
 def _table(title: str, frame: DataFrame) -> Table:
+    """Identifiers are never cut or folded; in a narrow terminal the figures fold instead
+    of ending in an ellipsis, so no cell ever loses characters."""
+    rows = [[_cell(value) for value in row] for row in frame.collect()]
     table = Table(title=title, title_justify="left")
-    for column in frame.columns:
-        table.add_column(column, justify="left" if column in ("broker", "topic") else "right")
-    for row in frame.collect():
-        table.add_row(*(_cell(value) for value in row))
+    for index, column in enumerate(frame.columns):
+        if column in IDENTIFIERS:
+            widest = max([len(column), *(len(row[index]) for row in rows)])
+            table.add_column(column, no_wrap=True, min_width=widest)
+        else:
+            table.add_column(column, justify="right", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def _print_whole(console: Console, table: Table) -> None:
+    """Print a table unsqueezed: output to a file or pipe has no screen edge, so it is
+    printed whole rather than at the 80 columns rich assumes for it."""
+    unbounded = console.options.update_width(10_000)
+    saved = console.width
+    console.width = max(saved, Measurement.get(console, unbounded, table).maximum)
+    try:
+        console.print(table)
+    finally:
+        console.width = saved
 
 
 def _cell(value: Any) -> str:
@@ -54,7 +80,9 @@ def plot_over_time(over_time: DataFrame, png: str | Path) -> Path:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ImportError("the PNG needs matplotlib: pip install matplotlib") from exc
+        raise ImportError(
+            'the PNG needs matplotlib: pip install "rocketmq-aio-producer[spark]"'
+        ) from exc
     series: dict[str, tuple[list[Any], list[float], list[float]]] = {}
     for row in over_time.where("p50_ms IS NOT NULL").collect():
         times, p50, p99 = series.setdefault(row["broker"] or "-", ([], [], []))

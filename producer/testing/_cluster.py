@@ -14,7 +14,11 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS, parse_delay_levels
+from producer._remoting.delay_levels import (
+    DEFAULT_DELAY_LEVELS,
+    DelayLevels,
+    parse_delay_levels,
+)
 from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
 from producer.testing._faults import FaultSpec
@@ -407,6 +411,11 @@ class DevCluster:
         """Orderly consumers' queue locks on ``broker``: ``{group: {queue: client_id}}``."""
         consume = self._broker(broker).consume
         return consume.locks.snapshot(consume.now_ms())
+
+    @property
+    def delay_levels(self) -> DelayLevels:
+        """The brokers' delay levels (``messageDelayLevel``), as given to the constructor."""
+        return self._delay_levels
 
     def delay_backlog(self, broker: str) -> dict[int, int]:
         """Messages waiting in ``broker``'s delay levels: ``{level: count}``."""

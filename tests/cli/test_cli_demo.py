@@ -14,6 +14,7 @@ import pytest
 from producer.cli import build_parser
 from producer.cli.demo import build_timeline, run_demo
 from producer.testing import FaultSpec
+from tests.cli.widths import assert_fits
 
 pytestmark = pytest.mark.anyio
 
@@ -69,6 +70,7 @@ def test_demo_subprocess_prints_plain_lines_when_piped() -> None:
     assert done.stdout.startswith("t=  0-1s [healthy")  # + "> broker-b ..." when seen
     assert "VERDICT: PASS" in done.stdout
     assert done.stderr == ""
+    assert_fits(done.stdout)
 
 
 def test_ctrl_c_stops_the_demo_with_the_summary_so_far() -> None:

@@ -14,6 +14,7 @@ from producer.cli import build_parser, main
 from producer.cli.dlq import run_dlq
 from producer.consumer import ConsumeContext, ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.testing import DevCluster, DevClusterThread
+from tests.cli.widths import assert_fits
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -58,6 +59,7 @@ async def dlq(*argv: str) -> tuple[int, str]:
     args = build_parser().parse_args(["dlq", *argv])
     with anyio.fail_after(20):
         code = await run_dlq(args, out)
+    assert_fits(out.getvalue())
     return code, out.getvalue()
 
 

@@ -91,14 +91,89 @@ def test_parser_defaults() -> None:
 def test_cluster_command_runs_the_dev_cluster_until_sigterm() -> None:
     command = [sys.executable, "-m", "producer", "cluster", "--namesrv-port", "0", "--json"]
     proc = subprocess.Popen(
-        [*command, "--brokers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*command, "--brokers", "2", "--delay-levels", "1s 200ms 2m"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
         info = json.loads(proc.stdout.readline())
         assert list(info["brokers"]) == ["broker-a", "broker-b"]
+        assert info["delay_levels_ms"] == [1000, 200, 120_000]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
     finally:
         proc.kill()  # a no-op once it has exited; never leave it running on failure
         proc.communicate(timeout=10)
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["dlq", "list", "--group", "g"],
+        ["dlq", "show", "--group", "g", "ID1"],
+        ["dlq", "redrive", "--group", "g", "--all"],
+        ["send", "--topic", "T"],
+    ],
+    ids=["dlq-list", "dlq-show", "dlq-redrive", "send"],
+)
+def test_an_unreachable_name_server_is_one_line_and_exit_2(argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "producer", *argv, "--namesrv", f"127.0.0.1:{closed_port()}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "name server" in lines[0]
+
+
+@pytest.mark.parametrize("command", ["dlq", "consume-demo"])
+def test_help_texts_show_rocketmq_topic_prefixes_as_written(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = run_main([command, "--help"], capsys)
+    assert "%%" not in out and ("%DLQ%" in out or "%RETRY%" in out)
+
+
+def test_dlq_show_usage_requires_a_message_id(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_main(["dlq", "show", "--group", "g", "--namesrv", "h:1"], capsys)
+    assert code == 2
+    assert "dlq show [-h] --group G --namesrv ADDR MSG_ID [MSG_ID ...]" in " ".join(err.split())
+    assert "the following arguments are required: MSG_ID" in err
+
+
+def test_version_names_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_main(["--version"], capsys)
+    assert code == 0 and out.startswith("rocketmq-aio-producer ")
+
+
+def test_a_busy_port_says_to_pick_another_or_0() -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "producer", "cluster", "--namesrv-port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "already in use" in line and "or 0 for any free port" in line

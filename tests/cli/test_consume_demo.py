@@ -9,6 +9,7 @@ import pytest
 
 from producer.cli import build_parser, main
 from producer.cli.consume_demo import run_consume_demo
+from tests.cli.widths import assert_fits
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
@@ -26,6 +27,7 @@ async def test_a_small_run_retries_dead_letters_redrives_and_loses_nothing() -> 
     assert "re-drove 3 dead letter(s) to DemoOrders" in text
     assert "VERDICT: 300 of 300 orders consumed successfully, 0 missing, 0 duplicate" in text
     assert "t=" in text and "sent_back=" in text
+    assert_fits(text)
 
 
 def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
