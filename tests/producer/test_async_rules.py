@@ -154,7 +154,9 @@ async def test_a5_async_send_keeps_the_same_deadline(cluster: DevClusterThread) 
         started = time.monotonic()
         with pytest.raises(SendTimeout):
             await p.send_async(Message(TOPIC, b"x"), timeout_ms=300)
-        assert (time.monotonic() - started) * 1000 <= 350
+        # One 300 ms budget for every attempt: a budget per attempt would take 900 ms. The
+        # margin is for a loaded machine (a CI run under load took 387 ms).
+        assert (time.monotonic() - started) * 1000 <= 600
 
 
 async def test_a6_raising_callback_is_logged_and_harms_nothing(
