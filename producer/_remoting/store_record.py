@@ -14,7 +14,6 @@ RECONSUMETIMES 4, PREPARED_TX_OFFSET 8, BODY 4+n, TOPIC 1+n, PROPERTIES 2+n.
 from __future__ import annotations
 
 import ipaddress
-import socket
 import struct
 import zlib
 from dataclasses import dataclass
@@ -264,7 +263,7 @@ def _host_v4(ip: bytes, port: int) -> str:
     if found is None:
         if len(_HOSTS) >= _CACHE_LIMIT:
             _HOSTS.clear()
-        found = _HOSTS[(ip, port)] = f"{socket.inet_ntoa(ip)}:{port}"
+        found = _HOSTS[(ip, port)] = f"{ip[0]}.{ip[1]}.{ip[2]}.{ip[3]}:{port}"
     return found
 
 
