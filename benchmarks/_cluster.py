@@ -34,6 +34,7 @@ class ClusterProcess:
         brokers: int = 1,
         topics: dict[str, int] | None = None,
         sink: bool = True,
+        pull_sink: bool = False,
         http: bool = False,
         seed: int = 0,
     ) -> None:
@@ -43,6 +44,8 @@ class ClusterProcess:
             self.command += ["--topic", f"{topic}:{queues}"]
         if sink:
             self.command.append("--sink")
+        if pull_sink:
+            self.command.append("--pull-sink")
         if http:
             self.command += ["--http-port", "0"]
         self.process: subprocess.Popen[str] | None = None

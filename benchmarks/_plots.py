@@ -197,3 +197,24 @@ def spark_publish(results: dict[str, Any], out_dir: Path) -> list[str]:
     if (out_dir / "latency.png").exists():
         names.append("latency.png")
     return names
+
+
+def consume(results: dict[str, Any], out_dir: Path) -> list[str]:
+    modes = results["modes"]
+    labels = list(modes)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7))
+    _bars(top, labels, {"messages / s": [modes[m]["msgs_per_s"] for m in labels]})
+    top.set_title("Push consumer vs raw pulls (medians over rounds)")
+    _bars(bottom, labels, {"client CPU us / message": [modes[m]["cpu_us_per_msg"] for m in labels]})
+    return [_save(fig, out_dir, "consume.png")]
+
+
+def consume_memory(results: dict[str, Any], out_dir: Path) -> list[str]:
+    samples = results["samples"]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    ax.plot([s["consumed"] for s in samples], [s["rss_bytes"] / 2**20 for s in samples], "o-")
+    ax.set_xlabel("messages consumed")
+    ax.set_ylabel("RSS (MiB)")
+    ax.set_title("Consumer memory over a long drain")
+    ax.grid(alpha=0.3)
+    return [_save(fig, out_dir, "consume_memory.png")]

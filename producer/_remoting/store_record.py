@@ -46,6 +46,11 @@ _INT64 = struct.Struct(">q")
 _INT16 = struct.Struct(">h")
 _UINT16 = struct.Struct(">H")
 _MID = struct.Struct(">iq")  # reconsumeTimes, preparedTransactionOffset
+# The common record (4.x magic, IPv4 hosts) up to the body, in one unpack: the head,
+# BORNHOST ip+port, STORETIMESTAMP, STOREHOST ip+port, reconsumeTimes, prepared, bodyLen.
+_FIXED_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
+_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+_CACHE_LIMIT = 1024  # distinct hosts/topics remembered while decoding; then start over
 
 
 def body_crc(body: bytes) -> int:
@@ -194,9 +199,72 @@ def decode_records(data: bytes | bytearray | memoryview) -> list[StoreRecord]:
             raise RemoteProtocolError(
                 f"record at byte {pos}: TOTALSIZE {total} does not fit the {end - pos} bytes left"
             )
-        records.append(_decode_one(_Reader(view, pos, pos + total)))
+        record = _decode_v4(view, pos, pos + total)
+        records.append(_decode_one(_Reader(view, pos, pos + total)) if record is None else record)
         pos += total
     return records
+
+
+def _decode_v4(view: memoryview, start: int, end: int) -> StoreRecord | None:
+    """The common record in one pass (hosts and topic names cached: they repeat), or
+    ``None`` for the general reader (IPv6 hosts, 5.x magic, or anything short)."""
+    if end - start < _FIXED_V4.size + 3:
+        return None
+    fields = _FIXED_V4.unpack_from(view, start)
+    if fields[1] != MAGIC_CODE or fields[7] & _V6_FLAGS:
+        return None
+    body_at = start + _FIXED_V4.size
+    body_end = body_at + fields[16]
+    if fields[16] < 0 or body_end + 3 > end:
+        return None
+    topic_end = body_end + 1 + view[body_end]
+    if topic_end + 2 > end:
+        return None
+    (props_len,) = _INT16.unpack_from(view, topic_end)
+    if topic_end + 2 + props_len != end:
+        return None  # the general reader says what is wrong
+    raw_topic = bytes(view[body_end + 1 : topic_end])
+    topic = _TOPICS.get(raw_topic) or _remember(
+        _TOPICS, raw_topic, _text(view[body_end + 1 : topic_end], start, "topic")
+    )
+    props = _text(view[topic_end + 2 : end], start, "properties") if props_len else ""
+    return StoreRecord(
+        topic=topic,
+        queue_id=fields[3],
+        queue_offset=fields[5],
+        commit_log_offset=fields[6],
+        body=bytes(view[body_at:body_end]),
+        properties=decode_properties(props),
+        born_timestamp=fields[8],
+        born_host=_host_v4(fields[9], fields[10]),
+        store_timestamp=fields[11],
+        store_host=_host_v4(fields[12], fields[13]),
+        sys_flag=fields[7],
+        flag=fields[4],
+        reconsume_times=fields[14],
+        prepared_transaction_offset=fields[15],
+        body_crc=fields[2],
+    )
+
+
+_TOPICS: dict[bytes, str] = {}
+_HOSTS: dict[tuple[bytes, int], str] = {}
+
+
+def _remember(cache: dict[bytes, str], key: bytes, value: str) -> str:
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def _host_v4(ip: bytes, port: int) -> str:
+    found = _HOSTS.get((ip, port))
+    if found is None:
+        if len(_HOSTS) >= _CACHE_LIMIT:
+            _HOSTS.clear()
+        found = _HOSTS[(ip, port)] = f"{ip[0]}.{ip[1]}.{ip[2]}.{ip[3]}:{port}"
+    return found
 
 
 def _decode_one(reader: _Reader) -> StoreRecord:

@@ -65,6 +65,11 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     parser.add_argument(
         "--sink", action="store_true", help="brokers count sends without storing (benchmarks)"
     )
+    parser.add_argument(
+        "--pull-sink",
+        action="store_true",
+        help="created topics hold an endless backlog pulled from a pre-built commit log",
+    )
     parser.add_argument("--json", action="store_true", help="print the addresses as JSON")
     parser.add_argument(
         "--no-uvloop",
@@ -86,6 +91,7 @@ def _cluster_from(args: argparse.Namespace) -> DevCluster:
         delay_levels=args.delay_levels,
         http_port=args.http_port,
         sink=args.sink,
+        pull_sink=args.pull_sink,
     )
 
 

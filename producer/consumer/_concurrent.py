@@ -1,13 +1,25 @@
 """Concurrent consumption (``ConsumeMessageConcurrentlyService``): batches of a queue
 run in parallel; each batch's outcome settles its messages, and failures are sent back to
-the broker for a delayed retry through ``%RETRY%<group>`` (docs/consuming.md 2.6, 2.7)."""
+the broker for a delayed retry through ``%RETRY%<group>`` (docs/consuming.md 2.6, 2.7).
+
+Batches wait in one queue for workers: tasks that each hold one of the listener's
+``max_concurrency`` slots and take batches until none is left. A worker is started only
+when every worker is inside a listener call, so a listener that never blocks is served by
+one or two tasks, not a task per batch, and one that blocks gets up to
+``max_concurrency`` calls at once. A plain function is handed a run of batches per
+worker-thread hop, as many as take about ``PLAIN_RUN_BUDGET_S`` of its time (judged by
+its recent calls): a call that blocks holds up the rest of its run, a few ms' worth.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterable
+from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from producer._consume.decisions import ConsumeStatus, expired, settle
 from producer._consume.message import ReceivedMessage
@@ -15,39 +27,121 @@ from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import MessageModel
 from producer._remoting.retry_topics import is_dead_letter
 from producer.consumer._consumption import Consumption
-from producer.consumer._listener import ConsumeContext, Verdict
+from producer.consumer._listener import ConsumeContext, ListenerCall, Verdict
+from producer.consumer._telemetry import tracing
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")
 SUCCESS = ConsumeStatus.SUCCESS
 EXPIRED_DELAY_LEVEL = 3  # cleanExpiredMsg's sendMessageBack(msg, 3)
+YIELD_EVERY = 32  # batches a worker consumes before it lets other tasks run
+PLAIN_RUN_MAX = 64  # batches of one worker-thread hop, at most ...
+PLAIN_RUN_BUDGET_S = 0.002  # ... and about this much listener time (one call: unknown)
+
+Work = tuple[ProcessQueue, list[ReceivedMessage]]
 
 
 class ConcurrentConsumption(Consumption):
     """Runs the listener with bounded concurrency and settles each batch."""
 
+    def __init__(self, call: ListenerCall, **parts: Any) -> None:
+        super().__init__(call, **parts)
+        self._pending: deque[Work] = deque()
+        self._workers = 0
+        self._busy = 0  # workers inside a listener call
+
     def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
         size = self.options.consume_batch_size
         for start in range(0, len(messages), size):
-            self._start(pq, messages[start : start + size])
+            self._tasks.enter()
+            self._pending.append((pq, messages[start : start + size]))
+        self._staff()
 
-    def _start(self, pq: ProcessQueue, batch: list[ReceivedMessage], delay_ms: float = 0) -> None:
-        self._tasks.enter()
-        self.tg.start_soon(self._run, pq, batch, delay_ms)
+    def _staff(self) -> None:
+        """A worker more, if batches wait and every worker is inside a listener call."""
+        if (
+            self._pending
+            and self._workers == self._busy
+            and self._workers < self.options.max_concurrency
+        ):
+            self._workers += 1
+            self.tg.start_soon(self._work)
 
-    async def _run(self, pq: ProcessQueue, batch: list[ReceivedMessage], delay_ms: float) -> None:
+    async def _work(self) -> None:
         try:
-            if delay_ms:
-                await anyio.sleep(delay_ms / 1000.0)
-            if not pq.dropped:
-                await self._consume(pq, batch)
+            async with self._call.slot:
+                since_yield = 0
+                while self._pending:
+                    run = self._take()
+                    self._busy += 1
+                    self._staff()  # the listener may block: another worker takes the rest
+                    try:
+                        await self._consume_run(run)
+                    finally:
+                        self._busy -= 1
+                    since_yield += len(run)
+                    if since_yield >= YIELD_EVERY:  # pulls and timers run in between
+                        since_yield = 0
+                        await anyio.lowlevel.checkpoint()
         finally:
-            self._tasks.leave()
+            self._workers -= 1
+
+    def _take(self) -> list[Work]:
+        if self._call.is_async or tracing():
+            count = 1  # one at a time: a call that blocks holds up no other batch
+        else:
+            # before any call is timed, a run of one
+            seconds = self._call.plain_call_s or PLAIN_RUN_BUDGET_S
+            count = max(1, min(PLAIN_RUN_MAX, int(PLAIN_RUN_BUDGET_S / max(seconds, 1e-7))))
+        pending = self._pending
+        return [pending.popleft() for _ in range(min(count, len(pending)))]
+
+    async def _consume_run(self, run: list[Work]) -> None:
+        if self._call.is_async or tracing():
+            for pq, batch in run:
+                try:
+                    if not pq.dropped:
+                        await self._consume(pq, batch)
+                finally:
+                    self._tasks.leave()
+            return
+        try:
+            await self._consume_plain(run)
+        finally:
+            for _ in run:
+                self._tasks.leave()
+
+    async def _consume_plain(self, run: list[Work]) -> None:
+        """One worker-thread hop for the run's batches, then each is settled in turn."""
+        calls = []
+        for pq, batch in run:
+            if not pq.dropped:
+                fresh, repeated = self._call.split(batch, self._now_ms())
+                calls.append((pq, fresh, repeated, ConsumeContext(pq.queue)))
+        called = [(fresh, context) for _, fresh, _, context in calls if fresh]
+        verdicts = await self._call.run_plain(called, self._now_ms()) if called else []
+        answers = iter(verdicts)
+        for pq, fresh, repeated, context in calls:
+            verdict = next(answers) if fresh else Verdict(SUCCESS)
+            await self._settle(pq, fresh, repeated, verdict, context)
 
     async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> None:
         fresh, repeated = self._call.split(batch, self._now_ms())
         context = ConsumeContext(pq.queue)
-        verdict = await self._call(fresh, context, self._now_ms()) if fresh else Verdict(SUCCESS)
+        if fresh:
+            verdict = await self._call.held(fresh, context, self._now_ms())
+        else:
+            verdict = Verdict(SUCCESS)
+        await self._settle(pq, fresh, repeated, verdict, context)
+
+    async def _settle(
+        self,
+        pq: ProcessQueue,
+        fresh: list[ReceivedMessage],
+        repeated: list[ReceivedMessage],
+        verdict: Verdict,
+        context: ConsumeContext,
+    ) -> None:
         if pq.dropped:  # given up meanwhile: another member owns it now
             log.info("%s was dropped while consuming; its result is discarded", pq.queue)
             return
@@ -77,7 +171,17 @@ class ConcurrentConsumption(Consumption):
         if unsent:
             for message in unsent:
                 message.reconsume_times += 1
-            self._start(pq, unsent, self.options.local_retry_delay_ms)
+            self._tasks.enter()
+            self.tg.start_soon(self._again, pq, unsent, self.options.local_retry_delay_ms)
+
+    async def _again(self, pq: ProcessQueue, batch: list[ReceivedMessage], delay_ms: float) -> None:
+        """Neither send-back worked: the batch is consumed here again after a pause."""
+        try:
+            await anyio.sleep(delay_ms / 1000.0)
+            if not pq.dropped:
+                self.submit(pq, batch)
+        finally:
+            self._tasks.leave()
 
     async def sweep_expired(self, pqs: Iterable[ProcessQueue]) -> None:
         """Send back messages whose listener call has run longer than ``consume_timeout_ms``

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,11 +16,12 @@ from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage
 from producer._consume.policy import SeenRecently
 from producer._remoting.message import MessageQueue
-from producer.consumer._telemetry import ConsumerTelemetry
+from producer.consumer._telemetry import NO_SPAN, ConsumerTelemetry, tracing
 
 log = logging.getLogger("producer.consumer")
 
 Listener = Callable[..., Any]
+Call = tuple[list[ReceivedMessage], "ConsumeContext"]  # one listener call's arguments
 
 
 @dataclass(slots=True)
@@ -73,6 +75,7 @@ class ListenerCall:
         self._limiter = anyio.CapacityLimiter(max_concurrency)
         self._guard = guard
         self.duplicates = 0  # re-deliveries the guard kept from the listener
+        self.plain_call_s = 0.0  # a plain call's mean duration in the last worker-thread run
 
     def split(
         self, batch: list[ReceivedMessage], now_ms: float
@@ -95,20 +98,79 @@ class ListenerCall:
         if self._guard is not None:
             self._guard.remember(done, now_ms)
 
+    @property
+    def is_async(self) -> bool:
+        return self._is_async
+
+    @property
+    def slot(self) -> anyio.CapacityLimiter:
+        """One of the ``max_concurrency`` slots; a caller holding one uses :meth:`held`."""
+        return self._limiter
+
     async def __call__(
         self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
     ) -> Verdict:
         async with self._limiter:
+            return await self.held(batch, context, now_ms)
+
+    async def held(
+        self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
+    ) -> Verdict:
+        """One listener call, by a caller that holds a slot."""
+        for message in batch:
+            message.consume_start_ms = now_ms
+        if not tracing():
+            verdict = await self._run(batch, context)
+            self._processed(NO_SPAN, batch, context, verdict, now_ms)
+            return verdict
+        with self.telemetry.processing(context.queue, batch) as span:
+            verdict = await self._run(batch, context)
+            if verdict.error is not None and span.is_recording():
+                span.record_exception(verdict.error)
+            self._processed(span, batch, context, verdict, now_ms)
+        return verdict
+
+    def _processed(
+        self,
+        span: Any,
+        batch: list[ReceivedMessage],
+        context: ConsumeContext,
+        verdict: Verdict,
+        now_ms: float,
+        seconds: float | None = None,
+    ) -> None:
+        if seconds is None:
+            seconds = (self._clock_ms() - now_ms) / 1000.0
+        topic = batch[0].topic if batch else context.queue.topic
+        self.telemetry.processed(span, topic, verdict.status.value, seconds, len(batch))
+
+    async def run_plain(self, calls: list[Call], now_ms: float) -> list[Verdict]:
+        """A plain listener called once per ``calls`` entry, all in one worker-thread hop
+        (the caller holds a slot, and nothing traces: each call would need its span)."""
+        for batch, _ in calls:
             for message in batch:
                 message.consume_start_ms = now_ms
-            with self.telemetry.processing(context.queue, batch) as span:
-                verdict = await self._run(batch, context)
-                if verdict.error is not None and span.is_recording():
-                    span.record_exception(verdict.error)
-                seconds = (self._clock_ms() - now_ms) / 1000.0
-                topic = batch[0].topic if batch else context.queue.topic
-                self.telemetry.processed(span, topic, verdict.status.value, seconds, len(batch))
-        return verdict
+        outcomes = await anyio.to_thread.run_sync(self._call_each, calls)
+        self.plain_call_s = sum(seconds for _, seconds in outcomes) / len(outcomes)
+        verdicts = []
+        for (batch, context), (result, seconds) in zip(calls, outcomes, strict=True):
+            verdict = _verdict(result)
+            self._processed(NO_SPAN, batch, context, verdict, now_ms, seconds)
+            verdicts.append(verdict)
+        return verdicts
+
+    def _call_each(self, calls: list[Call]) -> list[tuple[object, float]]:
+        """In a worker thread: each call's result (or the exception it raised) and time."""
+        outcomes: list[tuple[object, float]] = []
+        for batch, context in calls:
+            started = time.perf_counter()
+            try:
+                result = self._listener(*((batch, context) if self._with_context else (batch,)))
+            except Exception as exc:
+                log.exception("listener raised on %d message(s)", len(batch))
+                result = _Raised(exc)
+            outcomes.append((result, time.perf_counter() - started))
+        return outcomes
 
     async def _run(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
         args: tuple[Any, ...] = (batch, context) if self._with_context else (batch,)
@@ -120,10 +182,24 @@ class ListenerCall:
         except Exception as exc:
             log.exception("listener raised on %d message(s)", len(batch))
             return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
-        if isinstance(result, ConsumeStatus):
-            return Verdict(result)
-        log.warning("listener returned %r, not a ConsumeStatus: treated as RECONSUME_LATER", result)
-        return Verdict(ConsumeStatus.RECONSUME_LATER)
+        return _verdict(result)
+
+
+@dataclass(frozen=True, slots=True)
+class _Raised:
+    """What a listener call in a worker thread raised (a returned exception is a value)."""
+
+    error: Exception
+
+
+def _verdict(result: object) -> Verdict:
+    """A listener's return value (or what it raised) as a verdict."""
+    if isinstance(result, ConsumeStatus):
+        return Verdict(result)
+    if isinstance(result, _Raised):
+        return Verdict(ConsumeStatus.RECONSUME_LATER, result.error)
+    log.warning("listener returned %r, not a ConsumeStatus: treated as RECONSUME_LATER", result)
+    return Verdict(ConsumeStatus.RECONSUME_LATER)
 
 
 def _takes_context(listener: Listener) -> bool:

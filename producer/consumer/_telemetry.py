@@ -15,12 +15,31 @@ from contextlib import contextmanager
 
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    INVALID_SPAN,
+    Link,
+    NoOpTracerProvider,
+    ProxyTracerProvider,
+    Span,
+    SpanKind,
+    Status,
+    StatusCode,
+)
 
 from producer._consume.message import ReceivedMessage
 from producer._remoting.message import MessageQueue
 
-__all__ = ["ConsumerTelemetry"]
+__all__ = ["NO_SPAN", "ConsumerTelemetry", "tracing"]
+
+NO_SPAN = INVALID_SPAN  # what a listener call runs under when nothing traces
+_NOT_TRACING = (ProxyTracerProvider, NoOpTracerProvider)
+
+
+def tracing() -> bool:
+    """Whether an OpenTelemetry SDK traces: without one a listener call takes no span
+    (a no-op span still costs a context switch-in and -out per call)."""
+    return not isinstance(trace.get_tracer_provider(), _NOT_TRACING)
+
 
 _SCOPE = "rocketmq-aio-producer"
 LagSource = Callable[[], Iterable[tuple[MessageQueue, int]]]

@@ -23,6 +23,7 @@ from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
 from producer.testing._faults import FaultSpec
 from producer.testing._namesrv import NameServer
+from producer.testing._pull_sink import PullSinkBroker
 from producer.testing._server import Listener
 from producer.testing._sink import SinkBroker
 from producer.testing._store import (
@@ -99,6 +100,8 @@ class DevCluster:
     ``seed`` seeds every server's own generator (fault draws, random queue choice).
     ``http_port`` also starts the HTTP control API on 127.0.0.1 (0 = any free port).
     ``sink=True`` makes brokers count sends without storing or checking them.
+    ``pull_sink=True`` makes every created topic an endless backlog whose pulls are
+    answered from a pre-built commit log (the consume benchmark's broker).
     ``acl`` (a list of :class:`~producer.testing.Account`) makes every broker check ACL
     signatures and topic permissions as a 4.9.4 broker with ``aclEnable=true`` does.
     ``clock_ms`` is the brokers' clock (store times, delayed delivery, long-poll timeouts,
@@ -126,6 +129,7 @@ class DevCluster:
         seed: int = 0,
         http_port: int | None = None,
         sink: bool = False,
+        pull_sink: bool = False,
         cluster_name: str = "DefaultCluster",
         acl: Iterable[Account] | None = None,
         tls: bool | ssl.SSLContext = False,
@@ -142,6 +146,7 @@ class DevCluster:
         self.host = host
         self.seed = seed
         self.sink = sink
+        self.pull_sink = pull_sink
         self._delay_levels = parse_delay_levels(delay_levels)
         self._clock_ms = clock_ms or _wall_clock_ms
         self._pull_hold_check_ms = pull_hold_check_ms
@@ -206,7 +211,8 @@ class DevCluster:
     def _make_handler(self, name: str, auto_create: bool, cluster_name: str) -> Broker | SinkBroker:
         if self.sink:
             return SinkBroker(name)
-        return Broker(
+        kind = PullSinkBroker if self.pull_sink else Broker
+        return kind(
             name,
             clock_ms=self._clock_ms,
             rng=self._rng(f"{name}/queues"),

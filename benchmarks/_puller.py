@@ -1,0 +1,190 @@
+"""The raw-pull baseline: how fast a broker's records arrive when the client does nothing
+else with them (the consume benchmark's limit, as the blaster is the send benchmark's).
+
+One plain ``asyncio.Protocol`` connection per queue keeps ``depth`` PULL_MESSAGE frames in
+flight (encoded with the consumer's own request code, so the bytes are the SDK's). A
+broker answers one connection in order, so the n-th answer is the n-th pull. Records are
+counted by walking their TOTALSIZE words; the last record's QUEUEOFFSET gives the next
+offset. With ``depth > 1`` the next pulls are sent ahead at ``offset + max_messages``,
+which is exact for the pull sink's endless backlog (a gap or overlap elsewhere only
+re-counts or skips, so use ``depth=1`` against a real broker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+from collections import deque
+from collections.abc import Sequence
+from typing import cast
+
+from producer._remoting.consumer_requests import PullParams, pull_request
+from producer._remoting.message import MessageQueue
+from producer._transport import parse_address
+
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_QUEUE_OFFSET_AT = 20  # QUEUEOFFSET's byte within a record
+
+
+class PullCount:
+    """Records counted so far (all connections)."""
+
+    __slots__ = ("done", "empty", "pulls")
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.pulls = 0
+        self.empty = 0
+
+
+def count_records(payload: bytes | bytearray | memoryview, start: int, end: int) -> tuple[int, int]:
+    """(records, last QUEUEOFFSET or -1) of the pull body in ``payload[start:end]``."""
+    count, last, pos = 0, -1, start
+    while end - pos >= 28:
+        (size,) = _INT32.unpack_from(payload, pos)
+        if size <= 0:
+            break
+        (last,) = _INT64.unpack_from(payload, pos + _QUEUE_OFFSET_AT)
+        pos += size
+        count += 1
+    return count, last
+
+
+class _PullProtocol(asyncio.Protocol):
+    def __init__(
+        self,
+        group: str,
+        queue: MessageQueue,
+        offset: int,
+        depth: int,
+        counter: PullCount,
+        until_empty: bool,
+    ) -> None:
+        self.group, self.queue, self.depth, self.counter = group, queue, depth, counter
+        self.until_empty = until_empty  # drain mode: an empty answer ends this queue
+        self.next_offset = offset  # the offset the next pull asks for
+        self.running = False
+        self.outstanding: deque[int] = deque()  # offsets asked, in order
+        self._buffer = bytearray()
+        self._opaque = 0
+        self._transport: asyncio.Transport | None = None
+        self.drained: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def fill(self) -> None:
+        assert self._transport is not None
+        while self.running and len(self.outstanding) < self.depth:
+            params = PullParams(
+                self.group,
+                self.queue,
+                self.next_offset,
+                32,
+                0,
+                0,
+                0,
+                commit=False,
+                suspend=False,
+                expression="*",  # no heartbeat needed: the pull carries its subscription
+            )
+            request = pull_request(params)
+            self._opaque += 1
+            request.opaque = self._opaque
+            self._transport.writelines(request.frame_parts())
+            self.outstanding.append(self.next_offset)
+            if self.depth > 1:
+                self.next_offset += 32
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        pos, size = 0, len(buffer)
+        while size - pos >= 8:
+            (length,) = _INT32.unpack_from(buffer, pos)
+            if size - pos - 4 < length:
+                break
+            (word,) = _INT32.unpack_from(buffer, pos + 4)
+            found, last = count_records(buffer, pos + 8 + (word & 0xFFFFFF), pos + 4 + length)
+            self._answered(found, last)
+            pos += 4 + length
+        if pos:
+            del buffer[:pos]
+        if self.running:
+            self.fill()
+        elif not self.outstanding and not self.drained.done():
+            self.drained.set_result(None)
+
+    def _answered(self, found: int, last: int) -> None:
+        self.outstanding.popleft()
+        counter = self.counter
+        counter.pulls += 1
+        counter.done += found
+        if not found:
+            counter.empty += 1
+            if self.until_empty:
+                self.running = False
+        elif self.depth == 1:
+            self.next_offset = last + 1
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.drained.done():
+            self.drained.set_exception(ConnectionError(f"puller connection lost: {exc!r}"))
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+
+class Puller:
+    """``depth`` pulls in flight on each of ``queues`` (``addresses[broker_name]``)."""
+
+    def __init__(
+        self,
+        addresses: dict[str, str],
+        queues: Sequence[MessageQueue],
+        *,
+        group: str,
+        depth: int = 2,
+        start_offset: int = 0,
+        until_empty: bool = False,
+    ) -> None:
+        self.addresses, self.queues, self.group = addresses, list(queues), group
+        self.depth, self.start_offset, self.until_empty = depth, start_offset, until_empty
+        self.counter = PullCount()
+        self._protocols: list[_PullProtocol] = []
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for queue in self.queues:
+            host, port = parse_address(self.addresses[queue.broker_name])
+            protocol = _PullProtocol(
+                self.group, queue, self.start_offset, self.depth, self.counter, self.until_empty
+            )
+            await loop.create_connection(lambda p=protocol: p, host, port)  # type: ignore[misc]
+            self._protocols.append(protocol)
+            protocol.running = True
+            protocol.fill()
+
+    async def drained(self) -> None:
+        """Until every queue came back empty (``until_empty``) and nothing is in flight."""
+        await asyncio.gather(*(p.drained for p in self._protocols))
+
+    async def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop asking, wait for the answers in flight, close."""
+        for protocol in self._protocols:
+            protocol.running = False
+            if not protocol.outstanding and not protocol.drained.done():
+                protocol.drained.set_result(None)
+        try:
+            await asyncio.wait_for(asyncio.gather(*(p.drained for p in self._protocols)), timeout_s)
+        finally:
+            for protocol in self._protocols:
+                protocol.close()
