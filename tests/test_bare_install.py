@@ -1,5 +1,6 @@
 """A bare ``pip install`` (no extras) sends: the SDK, the dev cluster without its HTTP
-control, and ``python -m producer --help`` need neither rich, aiohttp nor Spark."""
+control, and ``python -m producer --help`` need neither rich, aiohttp, Spark, lz4 nor
+zstandard. It reads zlib bodies; LZ4 and zstd ones name the ``[compression]`` extra."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ WITHOUT_EXTRAS = textwrap.dedent(
 
     class RefuseExtras:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("rich", "aiohttp", "pyspark", "pyarrow", "pandas"):
+            if name.split(".")[0] in (
+                "rich", "aiohttp", "pyspark", "pyarrow", "pandas", "lz4", "zstandard"
+            ):
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
@@ -38,7 +41,7 @@ SEND_ONE = WITHOUT_EXTRAS + textwrap.dedent(
         print(result.status.value)
 
     anyio.run(main)
-    assert not {"rich", "aiohttp", "pyspark", "pyarrow"} & set(sys.modules)
+    assert not {"rich", "aiohttp", "pyspark", "pyarrow", "lz4", "zstandard"} & set(sys.modules)
     """
 )
 
@@ -92,3 +95,26 @@ def test_spark_names_its_extra() -> None:
     done = run(WITHOUT_EXTRAS + "import producer.spark\n")
     assert done.returncode == 1
     assert 'pip install "rocketmq-aio-producer[spark]"' in done.stderr
+
+
+def test_a_bare_install_reads_zlib_and_names_the_extra_for_lz4_and_zstd() -> None:
+    code = WITHOUT_EXTRAS + textwrap.dedent(
+        """
+        import zlib
+        from producer._remoting.message_codec import decompress_body
+        from producer.errors import CodecUnavailableError
+
+        assert decompress_body(zlib.compress(b"plain"), 769) == b"plain"
+        for flag in (257, 513):
+            try:
+                decompress_body(b"\\x04\\x22\\x4d\\x18", flag)
+            except CodecUnavailableError as exc:
+                print(exc)
+        """
+    )
+    done = run(code)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2, done.stdout
+    assert all('pip install "rocketmq-aio-producer[compression]"' in line for line in lines)
+    assert "'lz4'" in lines[0] and "'zstandard'" in lines[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.message import MessageQueue
 from producer._remoting.message_codec import make_offset_msg_id
 from producer._remoting.properties import (
@@ -15,8 +16,16 @@ from producer._remoting.properties import (
     split_keys,
 )
 from producer._remoting.store_record import StoreRecord
+from producer.errors import CodecUnavailableError, CorruptBodyError, UndecodableBodyError
 
-__all__ = ["RETRY_GROUP_PREFIX", "DLQ_GROUP_PREFIX", "ReceivedMessage", "retry_topic", "dlq_topic"]
+__all__ = [
+    "RETRY_GROUP_PREFIX",
+    "DLQ_GROUP_PREFIX",
+    "ReceivedMessage",
+    "decoded_message",
+    "retry_topic",
+    "dlq_topic",
+]
 
 RETRY_GROUP_PREFIX = "%RETRY%"
 DLQ_GROUP_PREFIX = "%DLQ%"
@@ -39,6 +48,8 @@ class ReceivedMessage:
     the queue it was actually pulled from. ``msg_id`` is the ``UNIQ_KEY`` (stable across
     retries and the DLQ: the key to de-duplicate by); ``offset_msg_id`` is this copy's
     broker id. ``reconsume_times`` counts earlier failed deliveries (0 the first time).
+    ``undecodable`` is set (and ``body`` is the bytes as stored) when the body could not
+    be decoded: such a message is never handed to a listener.
     """
 
     topic: str
@@ -58,6 +69,7 @@ class ReceivedMessage:
     sys_flag: int = 0
     body_crc: int = 0
     consume_start_ms: float = field(default=0.0, repr=False)
+    undecodable: UndecodableBodyError | None = field(default=None, repr=False)
 
     @property
     def tags(self) -> str | None:
@@ -101,3 +113,18 @@ def received_message(record: StoreRecord, broker_name: str, body: bytes) -> Rece
         sys_flag=record.sys_flag,
         body_crc=record.body_crc,
     )
+
+
+def decoded_message(
+    record: StoreRecord, broker_name: str, max_size: int | None, codecs: BodyCodecs = DEFAULT_CODECS
+) -> ReceivedMessage:
+    """:func:`received_message` with the body decoded by the codec its sysFlag names; a
+    body that does not decode (corrupt, over ``max_size``, or its codec's library not
+    installed) keeps its stored bytes and is marked ``undecodable``, never passed off as
+    the message."""
+    try:
+        return received_message(record, broker_name, record.inflated_body(max_size, codecs))
+    except (CodecUnavailableError, CorruptBodyError) as exc:
+        message = received_message(record, broker_name, record.body)
+        message.undecodable = UndecodableBodyError(message.msg_id, exc)
+        return message

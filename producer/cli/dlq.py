@@ -13,7 +13,7 @@ from typing import TextIO
 
 from producer import Producer
 from producer.cli.common import positive_int
-from producer.consumer import DeadLetter, DeadLetterQueue
+from producer.consumer import DeadLetter, DeadLetterQueue, ReceivedMessage
 from producer.errors import LocalProtocolError, ProducerError
 
 __all__ = ["add_dlq_arguments", "run_dlq"]
@@ -76,7 +76,7 @@ def _list(letters: list[DeadLetter], topic: str, out: TextIO) -> int:
         m = letter.message
         print(
             f"{m.msg_id}  topic={letter.original_topic or '?'}  tries={m.reconsume_times}  "
-            f"stored={_when(m.store_timestamp)}  {_preview(m.body)}",
+            f"stored={_when(m.store_timestamp)}  {_body(m)}",
             file=out,
         )
     return 0
@@ -92,7 +92,7 @@ def _show(letter: DeadLetter, out: TextIO) -> None:
     print(f"stored: {_when(m.store_timestamp)} at {m.store_host}", file=out)
     for name, value in sorted(m.properties.items()):
         print(f"  {name} = {value}", file=out)
-    print(f"body ({len(m.body)} bytes): {_preview(m.body, len(m.body))}", file=out)
+    print(f"body ({len(m.body)} bytes): {_body(m, len(m.body))}", file=out)
     print(file=out)
 
 
@@ -119,6 +119,12 @@ def _when(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(
         timespec="milliseconds"
     )
+
+
+def _body(m: ReceivedMessage, size: int = PREVIEW_BYTES) -> str:
+    if m.undecodable is not None:
+        return f"<undecodable: {m.undecodable.cause}>"
+    return _preview(m.body, size)
 
 
 def _preview(body: bytes, size: int = PREVIEW_BYTES) -> str:

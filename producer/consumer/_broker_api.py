@@ -39,6 +39,7 @@ from producer._remoting.consumer_requests import (
     update_offset_request,
 )
 from producer._remoting.message import MessageQueue
+from producer._remoting.message_codec import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK
 from producer._remoting.properties import (
     DELAY,
     MAX_RECONSUME_TIMES,
@@ -249,7 +250,8 @@ class BrokerApi:
                 producer_group=CLIENT_INNER_PRODUCER_GROUP,
                 topic=topic,
                 queue_id=queue.queue_id,
-                sys_flag=0,
+                # An undecodable body travels as stored, with the flag that says how.
+                sys_flag=message.sys_flag & _BODY_FLAGS if message.undecodable else 0,
                 born_timestamp=message.born_timestamp,
                 flag=message.flag,
                 properties=encode_properties(props),
@@ -270,6 +272,7 @@ class BrokerApi:
         raise last or NoRouteError(topic, self.routes.namesrv_addrs, "no queue to send back to")
 
 
+_BODY_FLAGS = COMPRESSED_FLAG | COMPRESSION_TYPE_MASK
 _STORED = frozenset(
     {
         ResponseCode.SUCCESS,

@@ -27,8 +27,12 @@ class ConcurrentConsumption(Consumption):
 
     def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
         size = self.options.consume_batch_size
-        for start in range(0, len(messages), size):
-            self._start(pq, messages[start : start + size])
+        good = [m for m in messages if m.undecodable is None]
+        for start in range(0, len(good), size):
+            self._start(pq, good[start : start + size])
+        for message in messages:  # alone: its failure must not drag its neighbours along
+            if message.undecodable is not None:
+                self._start(pq, [message])
 
     def _start(self, pq: ProcessQueue, batch: list[ReceivedMessage], delay_ms: float = 0) -> None:
         self._tasks.enter()

@@ -13,7 +13,7 @@ import anyio
 
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage
-from producer._consume.policy import SeenRecently
+from producer._consume.policy import DEAD_LETTER, SeenRecently
 from producer._remoting.message import MessageQueue
 from producer.consumer._telemetry import ConsumerTelemetry
 
@@ -111,6 +111,12 @@ class ListenerCall:
         return verdict
 
     async def _run(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
+        for message in batch:  # consumption gives such a message a batch of its own
+            undecodable = message.undecodable
+            if undecodable is not None:
+                if undecodable.permanent:  # a corrupt body stays corrupt: no retry helps
+                    context.delay_level = DEAD_LETTER
+                return Verdict(ConsumeStatus.RECONSUME_LATER, undecodable)
         args: tuple[Any, ...] = (batch, context) if self._with_context else (batch,)
         try:
             if self._is_async:

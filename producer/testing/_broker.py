@@ -20,7 +20,7 @@ from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
 from producer._remoting.frame import decode_payload, encode_frame
-from producer._remoting.message_codec import decode_batch, decompress_body
+from producer._remoting.message_codec import decode_batch, decompress_body, is_compressed
 from producer._remoting.properties import (
     CLUSTER,
     DELAY,
@@ -34,7 +34,7 @@ from producer._remoting.send_header import (
     SendMessageRequestHeader,
     parse_send_request_header,
 )
-from producer.errors import RemoteProtocolError
+from producer.errors import ProducerError, RemoteProtocolError
 from producer.testing._acl import AccessControl
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
@@ -341,6 +341,7 @@ class Broker:
         return [
             PendingMessage(
                 body=_inflate(body, header.sys_flag),
+                wire_body=body if is_compressed(header.sys_flag) else None,
                 properties=props,
                 size=size,
                 born_timestamp=header.born_timestamp,
@@ -430,10 +431,11 @@ class Broker:
 
 
 def _inflate(body: bytes, sys_flag: int) -> bytes:
-    """The original body; a broker does not look inside, so a bad one is kept as sent."""
+    """The original body, for inspection; a broker does not look inside, so a body that
+    does not decode here (corrupt, or no LZ4/zstd library) is kept as sent."""
     try:
         return decompress_body(body, sys_flag, max_size=64 * MAX_MESSAGE_SIZE)
-    except RemoteProtocolError:
+    except ProducerError:
         return body
 
 
