@@ -55,6 +55,7 @@ __all__ = [
     "SendTimeout",
     "ServiceNotAvailableError",
     "SystemBusyError",
+    "TimedDeliveryUnsupportedError",
     "TlsError",
     "TopicNotExistError",
     "TransportError",
@@ -449,3 +450,18 @@ class UndecodableBodyError(ProducerError):
         self.msg_id = msg_id
         self.cause = cause
         self.permanent = not isinstance(cause, CodecUnavailableError)
+
+
+class TimedDeliveryUnsupportedError(LocalProtocolError):
+    """A timed message (``deliver_at_ms`` / ``delay_ms``) for a topic served by a broker
+    older than 5.0, which would ignore the timer and deliver it at once. Nothing was
+    written. Use ``delay_level`` (the 18 fixed levels) with a 4.x broker."""
+
+    def __init__(self, broker_name: str, addr: str, version: str) -> None:
+        super().__init__(
+            f"broker {broker_name} ({addr}) answers as {version}, which has no timed "
+            "delivery and would deliver the message at once: use delay_level (1-18) on a "
+            "4.x broker, or send deliver_at_ms/delay_ms to a 5.x broker"
+        )
+        self.broker_name = broker_name
+        self.broker_version = version

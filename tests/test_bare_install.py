@@ -110,11 +110,16 @@ def test_a_bare_install_reads_zlib_and_names_the_extra_for_lz4_and_zstd() -> Non
                 decompress_body(b"\\x04\\x22\\x4d\\x18", flag)
             except CodecUnavailableError as exc:
                 print(exc)
+        from producer import Producer
+        try:
+            Producer("g", "127.0.0.1:9876", compress_type="lz4")
+        except CodecUnavailableError as exc:
+            print(exc)
         """
     )
     done = run(code)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 2, done.stdout
+    assert len(lines) == 3, done.stdout
     assert all('pip install "rocketmq-aio-producer[compression]"' in line for line in lines)
     assert "'lz4'" in lines[0] and "'zstandard'" in lines[1]

@@ -12,6 +12,8 @@ from producer._remoting.properties import (
     KEYS,
     RETRY_TOPIC,
     TAGS,
+    TIMER_DELIVER_MS,
+    TIMER_OUT_MS,
     UNIQ_KEY,
     split_keys,
 )
@@ -78,6 +80,17 @@ class ReceivedMessage:
     @property
     def keys(self) -> list[str]:
         return split_keys(self.properties.get(KEYS, ""))
+
+    @property
+    def deliver_at_ms(self) -> int | None:
+        """When a timed message (5.x timer) was to be delivered, epoch ms: the time its
+        producer asked (``TIMER_DELIVER_MS``), else the broker's slot (``TIMER_OUT_MS``,
+        for a ``delay_ms`` one); ``None`` for a message that was not timed."""
+        for name in (TIMER_DELIVER_MS, TIMER_OUT_MS):
+            value = self.properties.get(name)
+            if value is not None and value.isdigit():
+                return int(value)
+        return None
 
     def __repr__(self) -> str:
         return (

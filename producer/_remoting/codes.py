@@ -171,6 +171,27 @@ class SerializeType(enum.IntEnum):
 FLAG_RESPONSE = 0b01
 FLAG_ONEWAY = 0b10
 
-# MQVersion.Version.V4_9_4.ordinal(): what the 4.9.4 Java client sends. A name server
-# answers requests at or above it with a standard-JSON route body.
-PROTOCOL_VERSION = 401
+# MQVersion.Version ordinals (rocketmq-all-5.3.3 common/MQVersion.java). Every command
+# carries its sender's: a broker's responses say which broker answered.
+V4_9_4 = 401
+V5_0_0 = 413
+V5_2_0 = 453
+V5_3_0 = 473
+V5_3_3 = 479
+_VERSION_NAMES = {V4_9_4: "V4_9_4", V5_0_0: "V5_0_0", V5_2_0: "V5_2_0", V5_3_0: "V5_3_0"}
+_VERSION_NAMES[V5_3_3] = "V5_3_3"
+
+# What the 4.9.4 Java client sends. A name server answers requests at or above it with a
+# standard-JSON route body.
+PROTOCOL_VERSION = V4_9_4
+#: The first broker version with timed delivery (TimerMessageStore, 5.0.0).
+TIMER_BROKER_VERSION = V5_0_0
+
+
+def version_name(version: int) -> str:
+    """``MQVersion.getVersionDesc`` for the versions named here, else the code."""
+    name = _VERSION_NAMES.get(version)
+    if name is not None:
+        return name
+    major = "5.x" if version >= V5_0_0 else "4.x or older"
+    return f"version code {version} ({major})"

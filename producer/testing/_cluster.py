@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from producer._remoting.codes import V4_9_4, V5_2_0
 from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
@@ -36,6 +37,9 @@ __all__ = ["DevCluster", "broker_name", "parse_topics"]
 
 
 log = logging.getLogger("producer.testing")
+#: What ``broker_version=`` plays: the version code in every broker answer, and with
+#: 5.x the timer (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS on single sends).
+BROKER_VERSIONS = {"4.9.4": V4_9_4, "5.x": V5_2_0}
 TICK_SECONDS = 0.02  # delayed delivery and long-poll timeouts are this precise
 
 
@@ -128,7 +132,11 @@ class DevCluster:
         delay_levels: str = DEFAULT_DELAY_LEVELS,
         clock_ms: Callable[[], int] | None = None,
         pull_hold_check_ms: float | None = None,
+        broker_version: str = "4.9.4",
     ) -> None:
+        if broker_version not in BROKER_VERSIONS:
+            raise ValueError(f"broker_version {broker_version!r}: one of {sorted(BROKER_VERSIONS)}")
+        self.broker_version = broker_version
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         names = [broker_name(i) for i in range(brokers)]
@@ -212,6 +220,7 @@ class DevCluster:
             access=self._access,
             delay_levels=self._delay_levels,
             hold_check_ms=self._pull_hold_check_ms,
+            version=BROKER_VERSIONS[self.broker_version],
         )
 
     def __repr__(self) -> str:
@@ -285,7 +294,7 @@ class DevCluster:
         for handler in self._handlers.values():
             if isinstance(handler, Broker):
                 try:
-                    handler.consume.tick()
+                    handler.tick()
                 except Exception:  # a bug must not stop time for the others
                     log.exception("%s: tick failed", handler.name)
 
