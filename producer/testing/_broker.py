@@ -54,7 +54,7 @@ from producer.testing._store import (
     properties_length,
     stored_size,
 )
-from producer.testing._timer import TIMER_TOPIC, TimerIllegal, TimerWheel
+from producer.testing._timer import TIMER_TOPIC, TimerIllegal, TimerWheel, recall_handle
 
 __all__ = ["MAX_MESSAGE_SIZE", "SEND_CODES", "Broker", "not_supported"]
 
@@ -249,7 +249,11 @@ class Broker:
                 return request.make_response(code, ext_fields=trace, remark=str(illegal))
         return request.make_response(
             decision.store_status or ResponseCode.SUCCESS,
-            ext_fields={**_send_fields(stored, queue_id), **trace},
+            ext_fields={
+                **_send_fields(stored, queue_id),
+                **trace,
+                **({} if header.batch else recall_handle(stored[0], self.name)),
+            },
         )
 
     def _check(self, header: SendMessageRequestHeader, peer: str) -> TopicConfig:

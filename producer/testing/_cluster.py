@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from producer._remoting.codes import V4_9_4, V5_2_0
+from producer._remoting.codes import V4_9_4, V5_3_3
 from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
@@ -39,7 +39,7 @@ __all__ = ["DevCluster", "broker_name", "parse_topics"]
 log = logging.getLogger("producer.testing")
 #: What ``broker_version=`` plays: the version code in every broker answer, and with
 #: 5.x the timer (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS on single sends).
-BROKER_VERSIONS = {"4.9.4": V4_9_4, "5.x": V5_2_0}
+BROKER_VERSIONS = {"4.9.4": V4_9_4, "5.x": V5_3_3}
 TICK_SECONDS = 0.02  # delayed delivery and long-poll timeouts are this precise
 
 

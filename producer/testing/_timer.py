@@ -18,6 +18,7 @@ may deliver up to a second early, this one delivers exactly at the asked time.
 
 from __future__ import annotations
 
+import base64
 import heapq
 import itertools
 from collections.abc import Callable
@@ -38,7 +39,7 @@ from producer.testing._store import BrokerStore, PendingMessage, StoredMessage
 
 Put = Callable[[str, int, PendingMessage, bool], StoredMessage]
 
-__all__ = ["TIMER_TOPIC", "TimerIllegal", "TimerWheel"]
+__all__ = ["TIMER_TOPIC", "TimerIllegal", "TimerWheel", "recall_handle"]
 
 TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC
 _TIMER_PROPERTIES = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)
@@ -133,6 +134,17 @@ class TimerWheel:
             put(
                 topic, queue_id, pending_copy(message, topic, props, message.reconsume_times), False
             )
+
+
+def recall_handle(stored: StoredMessage, broker_name: str) -> dict[str, str]:
+    """``SendMessageProcessor.attachRecallHandle`` (5.3): a timer message's answer carries
+    base64url("v1 topic broker timerOutMs+1 uniqKey"); nothing for other messages."""
+    props = stored.properties
+    out, real = props.get(TIMER_OUT_MS), props.get(REAL_TOPIC)
+    if stored.topic != TIMER_TOPIC or out is None or real is None or real.startswith("%RETRY%"):
+        return {}
+    raw = f"v1 {real} {broker_name} {int(out) + 1} {stored.uniq_key}"
+    return {"recallHandle": base64.urlsafe_b64encode(raw.encode()).decode()}
 
 
 def _int(value: str | None) -> int:

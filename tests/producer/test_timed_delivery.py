@@ -4,6 +4,7 @@ when a broker of the topic is 4.x."""
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Iterator
 
@@ -68,6 +69,15 @@ async def test_a_timed_message_in_a_burst_of_100_is_sent_alone_and_arrives_at_it
     assert {m.uniq_key for m in waiting} == {warm.msg_id, results[50].msg_id}
     asked_ms = int(waiting[0].properties["TIMER_OUT_MS"])
     assert all(int(m.properties["TIMER_OUT_MS"]) == asked_ms == START_MS + 5000 for m in waiting)
+    handle = base64.urlsafe_b64decode(results[50].recall_handle or "").decode().split()
+    assert handle == [
+        "v1",
+        "Orders",
+        results[50].queue.broker_name,
+        str(asked_ms + 1),
+        results[50].msg_id,
+    ]
+    assert all(results[i].recall_handle is None for i in results if i != 50)
     consumer = PushConsumer(
         "cg", five.namesrv_addr, listener=listener, consume_from="first", **FAST
     )

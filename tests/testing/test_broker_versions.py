@@ -22,7 +22,7 @@ def timed_send(properties: str) -> object:
     )
 
 
-@pytest.mark.parametrize(("version", "code"), [("4.9.4", 401), ("5.x", 453)])
+@pytest.mark.parametrize(("version", "code"), [("4.9.4", 401), ("5.x", 479)])
 async def test_every_answer_carries_the_broker_version(version: str, code: int) -> None:
     async with DevCluster(brokers=1, topics={"Orders": 1}, broker_version=version) as cluster:
         async with await RawClient.connect(cluster.broker_addr("broker-a")) as client:
