@@ -18,8 +18,12 @@ client (it lets the broker reject these, or silently mangles them) it says so:
   Java's ``setKeys(String)`` does (``"k1 k2"`` means two keys).
 * Delay level: ``None``/0 (no delay) or 1..18 (the broker's default level table).
 * The encoded properties must fit 32767 bytes (ours; the broker answers 13 otherwise).
+* Timed delivery (5.x): ``deliver_at_ms`` / ``delay_ms`` positive ints, one of them, no
+  ``delay_level``; at send time in the future and within ``timer_max_delay_ms`` (ours:
+  Java sends a past or too-far time and the broker delivers at once or answers 13).
 * Batches (``MessageBatch.generateFromList``): non-empty, one topic, one
-  ``wait_store_msg_ok``, no delay, no ``%RETRY%`` topic, encoded size within the limit.
+  ``wait_store_msg_ok``, no delay, no timed message (ours), no ``%RETRY%`` topic, encoded
+  size within the limit.
 """
 
 from __future__ import annotations

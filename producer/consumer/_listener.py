@@ -114,6 +114,7 @@ class ListenerCall:
         for message in batch:  # consumption gives such a message a batch of its own
             undecodable = message.undecodable
             if undecodable is not None:
+                log.error("%s not consumed: %s", context.queue, undecodable)
                 if undecodable.permanent:  # a corrupt body stays corrupt: no retry helps
                     context.delay_level = DEAD_LETTER
                 return Verdict(ConsumeStatus.RECONSUME_LATER, undecodable)

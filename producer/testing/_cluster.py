@@ -37,8 +37,7 @@ __all__ = ["DevCluster", "broker_name", "parse_topics"]
 
 
 log = logging.getLogger("producer.testing")
-#: What ``broker_version=`` plays: the version code in every broker answer, and with
-#: 5.x the timer (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS on single sends).
+#: ``broker_version=``: the code in every broker answer; 5.x adds the timer (README).
 BROKER_VERSIONS = {"4.9.4": V4_9_4, "5.x": V5_3_3}
 TICK_SECONDS = 0.02  # delayed delivery and long-poll timeouts are this precise
 
@@ -107,6 +106,8 @@ class DevCluster:
     answered when a message arrives or exactly at its timeout; ``pull_hold_check_ms=5000``
     times held pulls out as 4.9.4's PullRequestHoldService does, at checks 5 s apart (up
     to 5 s late, the first check 5 s after start).
+    ``broker_version="5.x"`` plays a 5.3.3 broker (its version code, timed delivery on
+    ``clock_ms``); the default plays 4.9.4.
     ``tls=True`` serves TLS everywhere with a certificate made at start for 127.0.0.1 /
     localhost (clients: :meth:`client_ssl_context`); or pass a server ``SSLContext``.
 
