@@ -29,8 +29,10 @@ __all__ = [
     "BackpressureError",
     "BrokerError",
     "BrokerSystemError",
+    "CodecUnavailableError",
     "ConnectError",
     "ConnectionLostError",
+    "CorruptBodyError",
     "Fate",
     "FlowControlError",
     "GoAwayError",
@@ -53,9 +55,11 @@ __all__ = [
     "SendTimeout",
     "ServiceNotAvailableError",
     "SystemBusyError",
+    "TimedDeliveryUnsupportedError",
     "TlsError",
     "TopicNotExistError",
     "TransportError",
+    "UndecodableBodyError",
     "response_code_name",
 ]
 
@@ -411,3 +415,53 @@ class GoAwayError(BrokerError):
     """1500 GO_AWAY: the broker is shutting down; try another."""
 
     code_value = ResponseCode.GO_AWAY
+
+
+# -- message bodies -----------------------------------------------------------------------
+
+
+class CodecUnavailableError(LocalProtocolError, ImportError):
+    """A body's codec (LZ4 or zstd) needs a library this install lacks. ``codec`` names
+    it; install the extra the message names (``rocketmq-aio-producer[compression]``)."""
+
+    def __init__(self, codec: str, module: str, extra: str) -> None:
+        super().__init__(
+            f"{codec} bodies need the {module!r} package: "
+            f'pip install "rocketmq-aio-producer[{extra}]"'
+        )
+        self.codec = codec
+        self.extra = extra
+
+
+class CorruptBodyError(RemoteProtocolError):
+    """A compressed body does not decode with the codec its sysFlag names (corrupt,
+    truncated, or inflating beyond the size bound)."""
+
+
+class UndecodableBodyError(ProducerError):
+    """A pulled message's body could not be decoded, so its listener was not called: the
+    message is a consume failure (retried, then dead-lettered) and never reaches a
+    listener as if it were the message. ``cause`` is the :class:`CodecUnavailableError`
+    (install the extra; ``permanent`` is False) or :class:`CorruptBodyError`
+    (``permanent``: it is dead-lettered at once)."""
+
+    def __init__(self, msg_id: str, cause: ProducerError) -> None:
+        super().__init__(f"message {msg_id}: body cannot be decoded: {cause.message}")
+        self.msg_id = msg_id
+        self.cause = cause
+        self.permanent = not isinstance(cause, CodecUnavailableError)
+
+
+class TimedDeliveryUnsupportedError(LocalProtocolError):
+    """A timed message (``deliver_at_ms`` / ``delay_ms``) for a topic served by a broker
+    older than 5.0, which would ignore the timer and deliver it at once. Nothing was
+    written. Use ``delay_level`` (the 18 fixed levels) with a 4.x broker."""
+
+    def __init__(self, broker_name: str, addr: str, version: str) -> None:
+        super().__init__(
+            f"broker {broker_name} ({addr}) answers as {version}, which has no timed "
+            "delivery and would deliver the message at once: use delay_level (1-18) on a "
+            "4.x broker, or send deliver_at_ms/delay_ms to a 5.x broker"
+        )
+        self.broker_name = broker_name
+        self.broker_version = version

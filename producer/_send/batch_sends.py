@@ -42,11 +42,12 @@ _RESENT_ALONE = frozenset({ResponseCode.MESSAGE_ILLEGAL})
 
 
 def batchable(prepared: PreparedMessage, message: Message) -> bool:
-    """What a 4.x broker takes in a batch: not compressed, not delayed, no retry or
-    dead-letter topic."""
+    """What a broker takes in a batch: not compressed, not delayed, not timed (a 5.x
+    broker ignores a timer inside a batch), no retry or dead-letter topic."""
     return not (
         prepared.sys_flag & COMPRESSED_FLAG
         or message.delay_level
+        or message.timed
         or prepared.topic.startswith(SYSTEM_PREFIXES)
     )
 

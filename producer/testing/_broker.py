@@ -16,14 +16,15 @@ from collections.abc import Callable
 
 import msgspec
 
-from producer._remoting.codes import RequestCode, ResponseCode
+from producer._remoting.codes import TIMER_BROKER_VERSION, V4_9_4, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
 from producer._remoting.frame import decode_payload, encode_frame
-from producer._remoting.message_codec import decode_batch, decompress_body
+from producer._remoting.message_codec import decode_batch, decompress_body, is_compressed
 from producer._remoting.properties import (
     CLUSTER,
     DELAY,
+    TIMER_OUT_MS,
     WAIT,
     decode_properties,
     encode_properties,
@@ -34,7 +35,7 @@ from producer._remoting.send_header import (
     SendMessageRequestHeader,
     parse_send_request_header,
 )
-from producer.errors import RemoteProtocolError
+from producer.errors import ProducerError, RemoteProtocolError
 from producer.testing._acl import AccessControl
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
@@ -53,6 +54,7 @@ from producer.testing._store import (
     properties_length,
     stored_size,
 )
+from producer.testing._timer import TIMER_TOPIC, TimerIllegal, TimerWheel, recall_handle
 
 __all__ = ["MAX_MESSAGE_SIZE", "SEND_CODES", "Broker", "not_supported"]
 
@@ -132,8 +134,12 @@ class Broker:
         access: AccessControl | None = None,
         delay_levels: DelayLevels | None = None,
         hold_check_ms: float | None = None,
+        version: int = V4_9_4,
     ) -> None:
         self.name = name
+        self.version = version  # MQVersion ordinal, in every answer
+        self._clock_ms = clock_ms
+        self.timer = TimerWheel() if version >= TIMER_BROKER_VERSION else None
         self.access = access
         self.cluster_name = cluster_name
         self.auto_create_topic = auto_create_topic
@@ -165,6 +171,12 @@ class Broker:
     def __repr__(self) -> str:
         return f"Broker({self.name}, auto_create_topic={self.auto_create_topic}, {self.store!r})"
 
+    def tick(self) -> None:
+        """Deliver what fell due (timer, delay levels), time out held pulls."""
+        if self.timer is not None:
+            self.timer.deliver_due(self._clock_ms(), self.store, self.put)
+        self.consume.tick()
+
     def set_store_host(self, host: str, port: int) -> None:
         self.store.set_store_host(host, port)
 
@@ -189,6 +201,7 @@ class Broker:
             response = self.process_other(request, channel)
         if request.is_oneway or response is None:
             return None
+        response.version = self.version
         return Reply(encode_frame(response), decision.delay)
 
     def process_other(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
@@ -229,10 +242,18 @@ class Broker:
                 header.topic, header.reconsume_times, header.max_reconsume_times, request.version
             )
             topic, put_queue = (header.topic, queue_id) if target is None else target
-            stored = [self.put(topic, put_queue, pending[0], True, sized_as=header.topic)]
+            try:
+                stored = [self.put(topic, put_queue, pending[0], True, sized_as=header.topic)]
+            except TimerIllegal as illegal:
+                code = ResponseCode.MESSAGE_ILLEGAL
+                return request.make_response(code, ext_fields=trace, remark=str(illegal))
         return request.make_response(
             decision.store_status or ResponseCode.SUCCESS,
-            ext_fields={**_send_fields(stored, queue_id), **trace},
+            ext_fields={
+                **_send_fields(stored, queue_id),
+                **trace,
+                **({} if header.batch else recall_handle(stored[0], self.name)),
+            },
         )
 
     def _check(self, header: SendMessageRequestHeader, peer: str) -> TopicConfig:
@@ -285,8 +306,10 @@ class Broker:
         grown = 0
         if may_delay:
             before = properties_length(pending.properties)
+            if self.timer is not None:  # a 5.x broker: HookUtils.handleScheduleMessage
+                topic, queue_id = self.timer.divert(topic, queue_id, pending, self._clock_ms())
             topic, queue_id = self.consume.put_target(topic, queue_id, pending)
-            if topic == SCHEDULE_TOPIC:
+            if topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
                 grown = properties_length(pending.properties) - before
         grown += len(topic.encode()) - len(measured.encode())
         if grown:
@@ -294,6 +317,8 @@ class Broker:
         stored = self.store.append(topic, queue_id, [pending])[0]
         if topic == SCHEDULE_TOPIC:
             self.consume.scheduled(stored)
+        elif topic == TIMER_TOPIC and self.timer is not None:
+            self.timer.scheduled(int(stored.properties[TIMER_OUT_MS]), stored.commit_log_offset)
         return stored
 
     def _topic_created(self, config: TopicConfig) -> None:
@@ -341,6 +366,7 @@ class Broker:
         return [
             PendingMessage(
                 body=_inflate(body, header.sys_flag),
+                wire_body=body if is_compressed(header.sys_flag) else None,
                 properties=props,
                 size=size,
                 born_timestamp=header.born_timestamp,
@@ -430,10 +456,11 @@ class Broker:
 
 
 def _inflate(body: bytes, sys_flag: int) -> bytes:
-    """The original body; a broker does not look inside, so a bad one is kept as sent."""
+    """The original body, for inspection; a broker does not look inside, so a body that
+    does not decode here (corrupt, or no LZ4/zstd library) is kept as sent."""
     try:
         return decompress_body(body, sys_flag, max_size=64 * MAX_MESSAGE_SIZE)
-    except RemoteProtocolError:
+    except ProducerError:
         return body
 
 

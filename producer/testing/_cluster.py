@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from producer._remoting.codes import V4_9_4, V5_3_3
 from producer._remoting.delay_levels import (
     DEFAULT_DELAY_LEVELS,
     DelayLevels,
@@ -41,6 +42,8 @@ __all__ = ["DevCluster", "broker_name", "parse_topics"]
 
 
 log = logging.getLogger("producer.testing")
+#: ``broker_version=``: the code in every broker answer; 5.x adds the timer (README).
+BROKER_VERSIONS = {"4.9.4": V4_9_4, "5.x": V5_3_3}
 TICK_SECONDS = 0.02  # delayed delivery and long-poll timeouts are this precise
 
 
@@ -110,6 +113,8 @@ class DevCluster:
     answered when a message arrives or exactly at its timeout; ``pull_hold_check_ms=5000``
     times held pulls out as 4.9.4's PullRequestHoldService does, at checks 5 s apart (up
     to 5 s late, the first check 5 s after start).
+    ``broker_version="5.x"`` plays a 5.3.3 broker (its version code, timed delivery on
+    ``clock_ms``); the default plays 4.9.4.
     ``tls=True`` serves TLS everywhere with a certificate made at start for 127.0.0.1 /
     localhost (clients: :meth:`client_ssl_context`); or pass a server ``SSLContext``.
 
@@ -136,7 +141,11 @@ class DevCluster:
         delay_levels: str = DEFAULT_DELAY_LEVELS,
         clock_ms: Callable[[], int] | None = None,
         pull_hold_check_ms: float | None = None,
+        broker_version: str = "4.9.4",
     ) -> None:
+        if broker_version not in BROKER_VERSIONS:
+            raise ValueError(f"broker_version {broker_version!r}: one of {sorted(BROKER_VERSIONS)}")
+        self.broker_version = broker_version
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         names = [broker_name(i) for i in range(brokers)]
@@ -222,6 +231,7 @@ class DevCluster:
             access=self._access,
             delay_levels=self._delay_levels,
             hold_check_ms=self._pull_hold_check_ms,
+            version=BROKER_VERSIONS[self.broker_version],
         )
 
     def __repr__(self) -> str:
@@ -295,7 +305,7 @@ class DevCluster:
         for handler in self._handlers.values():
             if isinstance(handler, Broker):
                 try:
-                    handler.consume.tick()
+                    handler.tick()
                 except Exception:  # a bug must not stop time for the others
                     log.exception("%s: tick failed", handler.name)
 

@@ -93,11 +93,14 @@ class PendingMessage:
     flag: int = 0
     born_host: str = ""
     reconsume_times: int = 0
+    wire_body: bytes | None = None  # a compressed body as sent (``body`` is inflated)
 
 
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
-    """A message as the dev cluster stored it (``body`` is decompressed)."""
+    """A message as the dev cluster stored it. ``body`` is decompressed (the bytes as sent
+    when they do not decode); a compressed body is also kept as sent, in ``wire_body``,
+    and a pull returns those bytes with the sysFlag the producer set."""
 
     topic: str
     queue_id: int
@@ -115,6 +118,7 @@ class StoredMessage:
     born_host: str = ""
     reconsume_times: int = 0
     store_host: str = ""
+    wire_body: bytes | None = None
 
     @property
     def tags(self) -> str | None:
@@ -208,6 +212,7 @@ class BrokerStore:
                 born_host=pending.born_host,
                 reconsume_times=pending.reconsume_times,
                 store_host=self.store_host,
+                wire_body=pending.wire_body,
             )
             stored.append(message)
             self.commit_log_offset += pending.size

@@ -157,6 +157,10 @@ class DevClusterThread:
     def client_ssl_context(self) -> ssl.SSLContext:
         return self.cluster.client_ssl_context()
 
+    def tick(self) -> None:
+        """:meth:`DevCluster.tick` on the cluster's loop (after moving a fake clock)."""
+        self._query(self.cluster.tick)
+
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         return self._query(lambda: self.cluster.consumer_offsets(broker))
 
