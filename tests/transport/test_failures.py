@@ -132,10 +132,8 @@ async def test_many_deadlines_fire_in_their_own_order(
             group.start_soon(one, timeout_ms)
 
     assert [t for t, _ in fired] == [20, 40, 60, 80, 120]
-    for timeout_ms, took in fired:
-        # never early; late only by scheduling (a loaded 2-core machine took 104 ms more), far
-    # from the patient request's LONG_MS
-    assert timeout_ms / 1000 - 1e-9 <= took < timeout_ms / 1000 + 0.4
+    for timeout_ms, took in fired:  # never early; late only by scheduling on a busy machine
+        assert timeout_ms / 1000 - 1e-9 <= took < timeout_ms / 1000 + 0.2
     assert connection.pending_count == 0
 
 
