@@ -32,6 +32,15 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "producer._send",
         "latency_fault",
     ),
+    "producer._transactions": (
+        *CORE,
+        "producer._transport",
+        "producer._client",
+        "producer._send",
+        "producer._consume",
+        "producer._producer",
+        "producer._transactions",
+    ),
     "producer.testing": (*CORE, "producer._transport", "producer.testing", "latency_fault"),
     "latency_fault": ("latency_fault",),
 }

@@ -14,8 +14,6 @@ import random
 import re
 from collections.abc import Callable
 
-import msgspec
-
 from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
@@ -36,6 +34,7 @@ from producer._remoting.send_header import (
 )
 from producer.errors import RemoteProtocolError
 from producer.testing._acl import AccessControl
+from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
 from producer.testing._schedule import SCHEDULE_TOPIC
@@ -53,6 +52,7 @@ from producer.testing._store import (
     properties_length,
     stored_size,
 )
+from producer.testing._transactions import TransactionConfig, Transactions
 
 __all__ = ["MAX_MESSAGE_SIZE", "SEND_CODES", "Broker", "not_supported"]
 
@@ -94,15 +94,6 @@ def _illegal_remark() -> str:
     )
 
 
-class _HeartbeatBody(msgspec.Struct):
-    clientID: str  # noqa: N815 - wire name
-    producerDataSet: list[dict[str, object]] = []  # noqa: N815 - wire name
-    consumerDataSet: list[dict[str, object]] = []  # noqa: N815 - wire name
-
-
-_heartbeat_decoder = msgspec.json.Decoder(_HeartbeatBody)
-
-
 class _Refusal(Exception):
     """A send refused by a check; carries the response code and remark."""
 
@@ -132,6 +123,7 @@ class Broker:
         access: AccessControl | None = None,
         delay_levels: DelayLevels | None = None,
         hold_check_ms: float | None = None,
+        transactions: TransactionConfig | None = None,
     ) -> None:
         self.name = name
         self.access = access
@@ -139,7 +131,9 @@ class Broker:
         self.auto_create_topic = auto_create_topic
         self.region = region
         self.store = BrokerStore(name, clock_ms=clock_ms)
-        self.clients: dict[str, set[str]] = {}
+        self.transactions = Transactions(
+            self.store, clock_ms=clock_ms, config=transactions or TransactionConfig()
+        )
         self._rng = rng
         self._on_topic_created = on_topic_created
         self.consume = ConsumeSide(
@@ -168,6 +162,10 @@ class Broker:
     def set_store_host(self, host: str, port: int) -> None:
         self.store.set_store_host(host, port)
 
+    def channel_closed(self, channel: Channel) -> None:
+        self.consume.channel_closed(channel)
+        self.transactions.producers.channel_closed(channel)
+
     # -- RequestHandler ------------------------------------------------------------------
 
     def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
@@ -191,12 +189,14 @@ class Broker:
             return None
         return Reply(encode_frame(response), decision.delay)
 
-    def process_other(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+    def process_other(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         code = request.code
+        if code == RequestCode.END_TRANSACTION:
+            return self.transactions.end(request)
         if code == RequestCode.HEART_BEAT:
-            return self._heartbeat(request, channel)
+            return answer_heartbeat(request, channel, self.transactions.producers, self.consume)
         if code == RequestCode.UNREGISTER_CLIENT:
-            return self._unregister(request)
+            return answer_unregister(request, self.transactions.producers, self.consume)
         if code == RequestCode.GET_MAX_OFFSET:
             return self._max_offset(request)
         return not_supported(request)
@@ -229,7 +229,8 @@ class Broker:
                 header.topic, header.reconsume_times, header.max_reconsume_times, request.version
             )
             topic, put_queue = (header.topic, queue_id) if target is None else target
-            stored = [self.put(topic, put_queue, pending[0], True, sized_as=header.topic)]
+            half = self.transactions.prepare(header.properties, topic, put_queue, pending[0])
+            stored = [half or self.put(topic, put_queue, pending[0], True, sized_as=header.topic)]
         return request.make_response(
             decision.store_status or ResponseCode.SUCCESS,
             ext_fields={**_send_fields(stored, queue_id), **trace},
@@ -388,36 +389,6 @@ class Broker:
         return pending
 
     # -- other requests ------------------------------------------------------------------
-
-    def _heartbeat(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
-        try:
-            heartbeat = _heartbeat_decoder.decode(request.body)
-        except msgspec.DecodeError as exc:
-            return _system_error(request, f"HeartbeatData decode failed: {exc}")
-        groups = self.clients.setdefault(heartbeat.clientID, set())
-        for producer in heartbeat.producerDataSet:
-            group = producer.get("groupName")
-            if isinstance(group, str):
-                groups.add(group)
-        if heartbeat.consumerDataSet:
-            self.consume.heartbeat(heartbeat.clientID, heartbeat.consumerDataSet, channel)
-        return request.make_response(ResponseCode.SUCCESS)
-
-    def _unregister(self, request: RemotingCommand) -> RemotingCommand:
-        client_id = request.field("clientID")
-        if client_id is None:
-            return _system_error(
-                request, f"{_REMOTING_EXCEPTION}: the custom field <clientID> is null"
-            )
-        consumer_group = request.field("consumerGroup")
-        if consumer_group:
-            self.consume.unregister(consumer_group, client_id)
-        groups = self.clients.get(client_id)
-        if groups is not None:
-            groups.discard(request.field("producerGroup") or "")
-            if not groups:
-                del self.clients[client_id]
-        return request.make_response(ResponseCode.SUCCESS, ext_fields={})
 
     def _max_offset(self, request: RemotingCommand) -> RemotingCommand:
         topic, queue_id = request.field("topic"), request.field("queueId")

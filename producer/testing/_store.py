@@ -93,6 +93,7 @@ class PendingMessage:
     flag: int = 0
     born_host: str = ""
     reconsume_times: int = 0
+    prepared_transaction_offset: int = 0  # a committed transaction's half message
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +116,7 @@ class StoredMessage:
     born_host: str = ""
     reconsume_times: int = 0
     store_host: str = ""
+    prepared_transaction_offset: int = 0
 
     @property
     def tags(self) -> str | None:
@@ -208,6 +210,7 @@ class BrokerStore:
                 born_host=pending.born_host,
                 reconsume_times=pending.reconsume_times,
                 store_host=self.store_host,
+                prepared_transaction_offset=pending.prepared_transaction_offset,
             )
             stored.append(message)
             self.commit_log_offset += pending.size

@@ -163,6 +163,10 @@ class DevClusterThread:
     def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
         return self._query(lambda: self.cluster.queue_locks(broker))
 
+    def tick(self) -> None:
+        """:meth:`DevCluster.tick` on the cluster's loop (after moving a fake clock)."""
+        self._query(self.cluster.tick)
+
     def broker_status(self, name: str) -> dict[str, Any]:
         return self._query(lambda: self.cluster.broker_status(name))
 
