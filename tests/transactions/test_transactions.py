@@ -88,13 +88,15 @@ async def test_unknown_then_the_check_back_commits(
         return COMMIT
 
     async with tx_producer(cluster, clock, check) as tx:
+        clock.ms += 900  # born 100 ms before the first check round
         result = await tx.send_in_transaction(
             Message(TOPIC, b"maybe", keys="o-1"), lambda m: UNKNOWN
         )
         broker = result.send_result.queue.broker_name
         await barrier(tx, broker)
         assert result.end_written and not result.settled
-        check_round(cluster, clock, 500)  # younger than the transaction timeout: no check
+        check_round(cluster, clock, 100)  # a round, but younger than the timeout: no check
+        assert len(cluster.messages(HALF)) == 1  # no copy re-stored for a check
         check_round(cluster, clock)
         await tx.checks.wait_answered(1)
         await barrier(tx, broker)
@@ -271,3 +273,22 @@ async def test_an_open_two_step_half_is_answered_unknown(
         await tx.commit(half)
         await barrier(tx, half.queue.broker_name)
     assert visible(cluster) == [b"pending"]
+
+
+async def test_a_half_not_stored_send_ok_is_rolled_back_without_running_execute(
+    cluster: DevClusterThread, clock: SharedClock
+) -> None:
+    ran: list[Message] = []
+    for broker in cluster.broker_names:
+        cluster.set_fault(broker, FaultSpec(store_status=10))  # FLUSH_DISK_TIMEOUT
+
+    def execute(message: Message) -> TransactionState:
+        ran.append(message)
+        return COMMIT
+
+    async with tx_producer(cluster, clock, never) as tx:
+        result = await tx.send_in_transaction(Message(TOPIC, b"unsure"), execute)
+        await barrier(tx, result.send_result.queue.broker_name)
+    assert result.send_result.status is SendStatus.FLUSH_DISK_TIMEOUT
+    assert (ran, result.state, result.end_written) == ([], ROLLBACK, True)
+    assert visible(cluster) == []
