@@ -258,14 +258,27 @@ class TransactionProducer:
         """Step two: drop the half message."""
         return await self._end_half(half, TransactionState.ROLLBACK)
 
-    async def _end_half(self, half: SendResult, state: TransactionState) -> TransactionResult:
+    async def end_half(
+        self, half: SendResult, state: TransactionState, execute_error: BaseException | None
+    ) -> TransactionResult:
+        """Step two with a state decided elsewhere (``execute_error``: why it is UNKNOWN)."""
+        remark = None if execute_error is None else EXECUTE_FAILED_REMARK + describe(execute_error)
+        return await self._end_half(half, state, execute_error, remark)
+
+    async def _end_half(
+        self,
+        half: SendResult,
+        state: TransactionState,
+        execute_error: BaseException | None = None,
+        remark: str | None = None,
+    ) -> TransactionResult:
         if self._open_halves.pop(half.msg_id, None) is None:
             raise TransactionError(
                 f"half message {half.msg_id} is not open here: it was ended already, or "
                 "sent by another producer (its checks answer for it)"
             )
         try:
-            return await self._end(half, state)
+            return await self._end(half, state, execute_error=execute_error, remark=remark)
         finally:
             self._running.discard(half.msg_id)
 
