@@ -23,7 +23,9 @@ from producer._client.routes import RouteTable, parse_namesrv
 from producer._client.upkeep import Maintenance
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
+from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message
+from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._send.async_runner import AsyncSendRunner
 from producer._send.async_sends import AsyncSends
@@ -170,6 +172,9 @@ class Producer:
         self._timer: TimerGate | None = None
         self._maintenance: Maintenance | None = None
         self._telemetry = Telemetry(self.group)
+        #: Serves requests brokers start on our connections (a TransactionProducer's
+        #: CHECK_TRANSACTION_STATE); set before start(). None: Java's "not supported".
+        self.peer_handler: RequestHandler | None = None
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -211,7 +216,7 @@ class Producer:
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         options = self.options
         pool = ConnectionPool(
-            self._connector or runtime.connector(ssl=self._tls),
+            self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer),
             connect_timeout_ms=options.connect_timeout_ms,
         )
         await pool.__aenter__()
@@ -425,6 +430,10 @@ class Producer:
         await self._run(SendJob(prepared, message), SendMode.ONEWAY, timeout_ms)
 
     # -- internals --------------------------------------------------------------------
+
+    def _serve_peer(self, address: str, request: RemotingCommand) -> RemotingCommand | None:
+        handler = self.peer_handler
+        return not_supported(address, request) if handler is None else handler(address, request)
 
     def _check_open(self) -> None:
         if self.state is ProducerState.RUNNING:

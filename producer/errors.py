@@ -58,6 +58,7 @@ __all__ = [
     "TimedDeliveryUnsupportedError",
     "TlsError",
     "TopicNotExistError",
+    "TransactionError",
     "TransportError",
     "UndecodableBodyError",
     "response_code_name",
@@ -196,6 +197,11 @@ class InvalidOptionError(LocalProtocolError, ValueError):
 
 class ProducerClosedError(LocalProtocolError):
     """The producer is closed (or closing) and accepts no more sends."""
+
+
+class TransactionError(LocalProtocolError):
+    """A transaction step that cannot be taken: ending a half message this producer did not
+    send or already ended, or committing one the broker did not store SEND_OK."""
 
 
 class BackpressureError(ProducerError):

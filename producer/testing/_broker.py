@@ -14,8 +14,6 @@ import random
 import re
 from collections.abc import Callable
 
-import msgspec
-
 from producer._remoting.codes import TIMER_BROKER_VERSION, V4_9_4, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
@@ -37,6 +35,7 @@ from producer._remoting.send_header import (
 )
 from producer.errors import ProducerError, RemoteProtocolError
 from producer.testing._acl import AccessControl
+from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
 from producer.testing._schedule import SCHEDULE_TOPIC
@@ -55,6 +54,7 @@ from producer.testing._store import (
     stored_size,
 )
 from producer.testing._timer import TIMER_TOPIC, TimerIllegal, TimerWheel, recall_handle
+from producer.testing._transactions import TransactionConfig, Transactions
 
 __all__ = ["MAX_MESSAGE_SIZE", "SEND_CODES", "Broker", "not_supported"]
 
@@ -96,15 +96,6 @@ def _illegal_remark() -> str:
     )
 
 
-class _HeartbeatBody(msgspec.Struct):
-    clientID: str  # noqa: N815 - wire name
-    producerDataSet: list[dict[str, object]] = []  # noqa: N815 - wire name
-    consumerDataSet: list[dict[str, object]] = []  # noqa: N815 - wire name
-
-
-_heartbeat_decoder = msgspec.json.Decoder(_HeartbeatBody)
-
-
 class _Refusal(Exception):
     """A send refused by a check; carries the response code and remark."""
 
@@ -135,6 +126,7 @@ class Broker:
         delay_levels: DelayLevels | None = None,
         hold_check_ms: float | None = None,
         version: int = V4_9_4,
+        transactions: TransactionConfig | None = None,
     ) -> None:
         self.name = name
         self.version = version  # MQVersion ordinal, in every answer
@@ -145,7 +137,9 @@ class Broker:
         self.auto_create_topic = auto_create_topic
         self.region = region
         self.store = BrokerStore(name, clock_ms=clock_ms)
-        self.clients: dict[str, set[str]] = {}
+        self.transactions = Transactions(
+            self.store, clock_ms=clock_ms, config=transactions or TransactionConfig()
+        )
         self._rng = rng
         self._on_topic_created = on_topic_created
         self.consume = ConsumeSide(
@@ -176,9 +170,14 @@ class Broker:
         if self.timer is not None:
             self.timer.deliver_due(self._clock_ms(), self.store, self.put)
         self.consume.tick()
+        self.transactions.tick()
 
     def set_store_host(self, host: str, port: int) -> None:
         self.store.set_store_host(host, port)
+
+    def channel_closed(self, channel: Channel) -> None:
+        self.consume.channel_closed(channel)
+        self.transactions.producers.channel_closed(channel)
 
     # -- RequestHandler ------------------------------------------------------------------
 
@@ -204,12 +203,14 @@ class Broker:
         response.version = self.version
         return Reply(encode_frame(response), decision.delay)
 
-    def process_other(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+    def process_other(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         code = request.code
+        if code == RequestCode.END_TRANSACTION:
+            return self.transactions.end(request)
         if code == RequestCode.HEART_BEAT:
-            return self._heartbeat(request, channel)
+            return answer_heartbeat(request, channel, self.transactions.producers, self.consume)
         if code == RequestCode.UNREGISTER_CLIENT:
-            return self._unregister(request)
+            return answer_unregister(request, self.transactions.producers, self.consume)
         if code == RequestCode.GET_MAX_OFFSET:
             return self._max_offset(request)
         return not_supported(request)
@@ -242,8 +243,11 @@ class Broker:
                 header.topic, header.reconsume_times, header.max_reconsume_times, request.version
             )
             topic, put_queue = (header.topic, queue_id) if target is None else target
+            half = self.transactions.prepare(header.properties, topic, put_queue, pending[0])
             try:
-                stored = [self.put(topic, put_queue, pending[0], True, sized_as=header.topic)]
+                stored = [
+                    half or self.put(topic, put_queue, pending[0], True, sized_as=header.topic)
+                ]
             except TimerIllegal as illegal:
                 code = ResponseCode.MESSAGE_ILLEGAL
                 return request.make_response(code, ext_fields=trace, remark=str(illegal))
@@ -414,36 +418,6 @@ class Broker:
         return pending
 
     # -- other requests ------------------------------------------------------------------
-
-    def _heartbeat(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
-        try:
-            heartbeat = _heartbeat_decoder.decode(request.body)
-        except msgspec.DecodeError as exc:
-            return _system_error(request, f"HeartbeatData decode failed: {exc}")
-        groups = self.clients.setdefault(heartbeat.clientID, set())
-        for producer in heartbeat.producerDataSet:
-            group = producer.get("groupName")
-            if isinstance(group, str):
-                groups.add(group)
-        if heartbeat.consumerDataSet:
-            self.consume.heartbeat(heartbeat.clientID, heartbeat.consumerDataSet, channel)
-        return request.make_response(ResponseCode.SUCCESS)
-
-    def _unregister(self, request: RemotingCommand) -> RemotingCommand:
-        client_id = request.field("clientID")
-        if client_id is None:
-            return _system_error(
-                request, f"{_REMOTING_EXCEPTION}: the custom field <clientID> is null"
-            )
-        consumer_group = request.field("consumerGroup")
-        if consumer_group:
-            self.consume.unregister(consumer_group, client_id)
-        groups = self.clients.get(client_id)
-        if groups is not None:
-            groups.discard(request.field("producerGroup") or "")
-            if not groups:
-                del self.clients[client_id]
-        return request.make_response(ResponseCode.SUCCESS, ext_fields={})
 
     def _max_offset(self, request: RemotingCommand) -> RemotingCommand:
         topic, queue_id = request.field("topic"), request.field("queueId")

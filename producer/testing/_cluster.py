@@ -37,6 +37,7 @@ from producer.testing._store import (
     TopicConfig,
 )
 from producer.testing._tls import server_tls
+from producer.testing._transactions import TransactionConfig
 
 __all__ = ["DevCluster", "broker_name", "parse_topics"]
 
@@ -115,6 +116,8 @@ class DevCluster:
     to 5 s late, the first check 5 s after start).
     ``broker_version="5.x"`` plays a 5.3.3 broker (its version code, timed delivery on
     ``clock_ms``); the default plays 4.9.4.
+    ``transactions`` (a :class:`~producer.testing.TransactionConfig`) sets the brokers'
+    transaction timeout, check interval and maximum checks, run on ``clock_ms``.
     ``tls=True`` serves TLS everywhere with a certificate made at start for 127.0.0.1 /
     localhost (clients: :meth:`client_ssl_context`); or pass a server ``SSLContext``.
 
@@ -142,6 +145,7 @@ class DevCluster:
         clock_ms: Callable[[], int] | None = None,
         pull_hold_check_ms: float | None = None,
         broker_version: str = "4.9.4",
+        transactions: TransactionConfig | None = None,
     ) -> None:
         if broker_version not in BROKER_VERSIONS:
             raise ValueError(f"broker_version {broker_version!r}: one of {sorted(BROKER_VERSIONS)}")
@@ -159,6 +163,7 @@ class DevCluster:
         self._delay_levels = parse_delay_levels(delay_levels)
         self._clock_ms = clock_ms or _wall_clock_ms
         self._pull_hold_check_ms = pull_hold_check_ms
+        self._transactions = transactions
         self._ticker: asyncio.Task[None] | None = None
         self.http_port = http_port
         self._access = None if acl is None else AccessControl(acl)
@@ -193,7 +198,7 @@ class DevCluster:
                 port=port,
                 rng=self._rng(f"{name}/faults"),
                 ssl=serving,
-                on_close=handler.consume.channel_closed if isinstance(handler, Broker) else None,
+                on_close=handler.channel_closed if isinstance(handler, Broker) else None,
             )
             if auto:
                 self._register(
@@ -232,6 +237,7 @@ class DevCluster:
             delay_levels=self._delay_levels,
             hold_check_ms=self._pull_hold_check_ms,
             version=BROKER_VERSIONS[self.broker_version],
+            transactions=self._transactions,
         )
 
     def __repr__(self) -> str:
@@ -297,11 +303,8 @@ class DevCluster:
             self.tick()
 
     def tick(self) -> None:
-        """Act on the brokers' clocks now: deliver what is due, time out held pulls, expire.
-
-        The cluster does this every 20 ms by itself; a test driving a fake ``clock_ms``
-        calls it after moving the clock, so what fell due is delivered before its next step.
-        """
+        """Act on the brokers' clocks now (delayed delivery, held pulls, expiry, transaction
+        checks): every 20 ms by itself; a test moving a fake ``clock_ms`` calls it."""
         for handler in self._handlers.values():
             if isinstance(handler, Broker):
                 try:
@@ -390,9 +393,8 @@ class DevCluster:
 
     def _handler_count(self, name: str, topic: str | None) -> int:
         handler = self._handlers[name]
-        if isinstance(handler, SinkBroker):
-            return handler.message_count(topic)
-        return handler.store.message_count(topic)
+        store = handler if isinstance(handler, SinkBroker) else handler.store
+        return store.message_count(topic)
 
     def messages(self, topic: str | None = None) -> list[StoredMessage]:
         """Stored messages, broker by broker, each by queue then offset (none in sink mode)."""
@@ -417,7 +419,8 @@ class DevCluster:
         handler = self._handlers[broker]
         if isinstance(handler, SinkBroker):
             return {}
-        return {client: frozenset(groups) for client, groups in handler.clients.items()}
+        groups = handler.transactions.producers.groups()
+        return {client: frozenset(names) for client, names in groups.items()}
 
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""

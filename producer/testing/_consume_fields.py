@@ -158,6 +158,7 @@ def pulled_record(message: StoredMessage) -> StoreRecord:
         sys_flag=message.sys_flag,
         flag=message.flag,
         reconsume_times=message.reconsume_times,
+        prepared_transaction_offset=message.prepared_transaction_offset,
         body_crc=body_crc(body),
     )
 

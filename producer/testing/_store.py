@@ -94,6 +94,7 @@ class PendingMessage:
     born_host: str = ""
     reconsume_times: int = 0
     wire_body: bytes | None = None  # a compressed body as sent (``body`` is inflated)
+    prepared_transaction_offset: int = 0  # a committed transaction's half message
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,7 @@ class StoredMessage:
     reconsume_times: int = 0
     store_host: str = ""
     wire_body: bytes | None = None
+    prepared_transaction_offset: int = 0
 
     @property
     def tags(self) -> str | None:
@@ -213,6 +215,7 @@ class BrokerStore:
                 reconsume_times=pending.reconsume_times,
                 store_host=self.store_host,
                 wire_body=pending.wire_body,
+                prepared_transaction_offset=pending.prepared_transaction_offset,
             )
             stored.append(message)
             self.commit_log_offset += pending.size
