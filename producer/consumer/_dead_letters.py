@@ -98,7 +98,7 @@ class DeadLetterQueue:
         rng: random.Random | None = None,
         connect_timeout_ms: float = 3000.0,
     ) -> None:
-        check_group(group)
+        check_group(group, role="consumer")
         self.group = group
         self.topic = dlq_topic(group)
         self._who = Identity(
