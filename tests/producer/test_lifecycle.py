@@ -38,12 +38,12 @@ async def test_closed_producer_refuses_sends(cluster: DevClusterThread) -> None:
     async with p:
         assert p.state is ProducerState.RUNNING
     assert p.state is ProducerState.CLOSED
-    with pytest.raises(ProducerClosedError, match="closed: .*create a new Producer"):
+    with pytest.raises(ProducerClosedError, match=r"closed: .*create a new Producer"):
         await p.send(Message(TOPIC, b"x"))
     with pytest.raises(ProducerClosedError):
         p.send_async(Message(TOPIC, b"x"))
     await p.aclose()  # idempotent
-    with pytest.raises(LocalProtocolError, match="closed producer: .*create a new Producer"):
+    with pytest.raises(LocalProtocolError, match=r"closed producer: .*create a new Producer"):
         async with p:  # re-entering says how to fix it
             pass
 
