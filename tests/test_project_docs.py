@@ -86,11 +86,13 @@ _CONSUMING_CITE = re.compile(r"consuming\.md\s+((?:" + _SECTION.pattern + r"(?:,
 
 
 def _cited_sources() -> dict[str, str]:
-    """Every tracked Python and Markdown file outside docs/, by name."""
+    """Every tracked Python and Markdown file outside docs/ and the golden recordings (whose
+    READMEs name their own scenarios and steps, which look like rule ids), by name."""
     tracked = subprocess.run(
         ["git", "ls-files", "*.py", "*.md"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
-    return {name: (ROOT / name).read_text() for name in tracked if not name.startswith("docs/")}
+    skipped = ("docs/", "tests/golden/")
+    return {name: (ROOT / name).read_text() for name in tracked if not name.startswith(skipped)}
 
 
 def _expand(first: str, last: str | None) -> list[str]:
