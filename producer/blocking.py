@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import threading
 from collections.abc import Callable, Coroutine, Sequence
-from types import TracebackType
 from typing import Any, TypeVar
 
 from producer._producer import Producer as AsyncProducer
 from producer._remoting.message import Message
 from producer._send.result import SendResult
+from producer._transport.loop_thread import ClosesOnExit, LoopThread
 from producer.errors import ProducerClosedError
 
 __all__ = ["Producer"]
@@ -37,25 +36,21 @@ __all__ = ["Producer"]
 T = TypeVar("T")
 
 
-class Producer:
+class Producer(ClosesOnExit):
     """The async producer behind a blocking API, on its own loop thread."""
 
     def __init__(self, group: str, namesrv: str | Sequence[str], **options: Any) -> None:
         # Built here, in the caller's thread, so bad options raise here; started on the loop.
         self._producer = AsyncProducer(group, namesrv, **options)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name=f"rocketmq-producer-{group}", daemon=True
-        )
-        self._thread.start()
+        self._thread = LoopThread(f"rocketmq-producer-{group}")
         self._closing: asyncio.Event | None = None
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
         # One task owns the producer from start to close: its task group insists on that.
-        self._life = asyncio.run_coroutine_threadsafe(self._live(started), self._loop)
+        self._life = self._thread.submit(self._live(started))
         try:
             started.result()
         except BaseException:
-            self._stop_loop()
+            self._thread.stop()
             raise
 
     async def _live(self, started: concurrent.futures.Future[None]) -> None:
@@ -125,21 +120,10 @@ class Producer:
             return
         try:
             assert self._closing is not None
-            self._loop.call_soon_threadsafe(self._closing.set)
+            self._thread.call_soon(self._closing.set)
             self._life.result()
         finally:
-            self._stop_loop()
-
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+            self._thread.stop()
 
     def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self._submit(coroutine).result()
@@ -148,15 +132,10 @@ class Producer:
         if not self._thread.is_alive():
             coroutine.close()
             raise ProducerClosedError(f"blocking producer {self.group!r} is closed")
-        if threading.current_thread() is self._thread:
+        if self._thread.is_current():
             coroutine.close()
             raise RuntimeError("blocking Producer called from its own loop thread (a callback?)")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        return self._thread.submit(coroutine)
 
     def __repr__(self) -> str:
         return f"blocking.{self._producer!r}"
