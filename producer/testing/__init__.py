@@ -7,6 +7,7 @@
 * :class:`Account` - an ACL account, for ``DevCluster(acl=[...])``.
 * :class:`StoredMessage`, :class:`TopicConfig` - what the brokers hold.
 * :func:`parse_topics` - ``"Orders:4,Audit:2"`` to ``{"Orders": 4, "Audit": 2}``.
+* :data:`DEFAULT_DELAY_LEVELS` - the brokers' ``messageDelayLevel`` unless given.
 
 The command line (``python -m producer cluster``) lives in :mod:`producer.cli`.
 """
@@ -17,6 +18,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS
     from producer.testing._acl import Account
     from producer.testing._cluster import DevCluster, parse_topics
     from producer.testing._faults import FaultSpec, FaultSpecError
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 # Imported on first use: the pytest plugin (this package's, loaded on every pytest start
 # of every user) must not pay for the whole dev cluster until a test asks for it.
 _HOMES = {
+    "DEFAULT_DELAY_LEVELS": "producer._remoting.delay_levels",  # the brokers' default
     "Account": "producer.testing._acl",
     "DevCluster": "producer.testing._cluster",
     "DevClusterThread": "producer.testing._thread",
@@ -63,5 +66,6 @@ __all__ = [
     "StoredMessage",
     "TopicConfig",
     # helpers
+    "DEFAULT_DELAY_LEVELS",
     "parse_topics",
 ]
