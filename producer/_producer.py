@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup
 from latency_fault import make_router
 from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
+from producer._client.keywords import known_keywords
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, parse_namesrv
 from producer._client.upkeep import Maintenance
@@ -70,6 +71,7 @@ class Producer:
     ``rng`` and ``connector`` are for tests and embedding.
     """
 
+    @known_keywords
     def __init__(
         self,
         group: str,

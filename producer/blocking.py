@@ -15,21 +15,32 @@ in a daemon thread, and waits for it. Every method may be called from any thread
             return await asyncio.gather(*(producer.send(m) for m in messages))
         results = p.submit(many).result()
 
-It takes the same keyword options as the async producer.
+It takes the same keyword options as the async producer (the same names, types and
+defaults).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import random
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from ssl import SSLContext
+from typing import Any, Literal, TypeVar
 
+from producer._client.clock import Clock
+from producer._client.keywords import known_keywords
 from producer._producer import Producer as AsyncProducer
+from producer._remoting.acl import Credentials
 from producer._remoting.message import Message
+from producer._send.future import OnException, OnSuccess
+from producer._send.options import DEFAULT_OPTIONS as _D
+from producer._send.options import Routing
 from producer._send.result import SendResult
+from producer._send.retry_policy import RetryPolicy
+from producer._transport import Connector
 from producer._transport.loop_thread import ClosesOnExit, LoopThread
-from producer.errors import ProducerClosedError
+from producer.errors import ProducerClosedError, ProducerError
 
 __all__ = ["Producer"]
 
@@ -39,8 +50,44 @@ T = TypeVar("T")
 class Producer(ClosesOnExit):
     """The async producer behind a blocking API, on its own loop thread."""
 
-    def __init__(self, group: str, namesrv: str | Sequence[str], **options: Any) -> None:
+    # The async producer's parameters, one for one (a test holds them identical): each
+    # option's default is written once, in ProducerOptions.
+    @known_keywords
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str],
+        *,
+        send_timeout_ms: float = _D.send_timeout_ms,
+        retry_times_when_send_failed: int = _D.retry_times_when_send_failed,
+        retry_times_when_send_async_failed: int = _D.retry_times_when_send_async_failed,
+        retry_another_broker_when_not_store_ok: bool = _D.retry_another_broker_when_not_store_ok,
+        max_message_size: int = _D.max_message_size,
+        compress_over: int = _D.compress_over,
+        retry_policy: RetryPolicy = _D.retry_policy,
+        routing: Routing = _D.routing,
+        route_refresh_interval_ms: float = _D.route_refresh_interval_ms,
+        heartbeat_interval_ms: float = _D.heartbeat_interval_ms,
+        probe_interval_ms: float = _D.probe_interval_ms,
+        connect_timeout_ms: float = _D.connect_timeout_ms,
+        max_in_flight: int = _D.max_in_flight,
+        max_in_flight_bytes: int = _D.max_in_flight_bytes,
+        backpressure: Literal["wait", "fail"] = _D.backpressure,
+        close_timeout_ms: float = _D.close_timeout_ms,
+        auto_create_topic: bool = _D.auto_create_topic,
+        batching: bool = _D.batching,
+        batch_max_messages: int = _D.batch_max_messages,
+        batch_max_bytes: int = _D.batch_max_bytes,
+        batch_linger_ms: float = _D.batch_linger_ms,
+        credentials: Credentials | None = None,
+        ssl: SSLContext | bool | None = None,
+        hooks: Sequence[object] = (),
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        connector: Connector | None = None,
+    ) -> None:
         # Built here, in the caller's thread, so bad options raise here; started on the loop.
+        options = {k: v for k, v in locals().items() if k not in ("self", "group", "namesrv")}
         self._producer = AsyncProducer(group, namesrv, **options)
         self._thread = LoopThread(f"rocketmq-producer-{group}")
         self._closing: asyncio.Event | None = None
@@ -84,19 +131,37 @@ class Producer(ClosesOnExit):
         self._call(self._producer.send_oneway(message, timeout_ms=timeout_ms))
 
     def send_async(
-        self, message: Message, *, timeout_ms: float | None = None
+        self,
+        message: Message,
+        on_success: OnSuccess | None = None,
+        on_exception: OnException | None = None,
+        *,
+        timeout_ms: float | None = None,
     ) -> concurrent.futures.Future[SendResult]:
-        """Start a send and return at once; a bad message raises here, like ``send``."""
+        """Start a send and return at once; a bad message raises here, like ``send``.
+
+        As with the async producer, exactly one callback runs, exactly once, before the
+        future resolves; they run on the producer's loop thread, so they must not call
+        this blocking producer (that raises ``RuntimeError``)."""
         result: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
         result.set_running_or_notify_cancel()
 
+        def succeeded(value: SendResult) -> None:
+            try:
+                if on_success is not None:
+                    on_success(value)
+            finally:  # a callback that raises is logged by the producer (A6)
+                result.set_result(value)
+
+        def failed(error: ProducerError) -> None:
+            try:
+                if on_exception is not None:
+                    on_exception(error)
+            finally:
+                result.set_exception(error)
+
         async def start() -> None:
-            self._producer.send_async(
-                message,
-                on_success=result.set_result,
-                on_exception=result.set_exception,
-                timeout_ms=timeout_ms,
-            )
+            self._producer.send_async(message, succeeded, failed, timeout_ms=timeout_ms)
 
         self._call(start())
         return result

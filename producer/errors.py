@@ -186,8 +186,10 @@ class MessageTypeError(MessageValidationError, TypeError):
     """A message field has the wrong type (e.g. a ``str`` body); nothing was sent."""
 
 
-class InvalidOptionError(LocalProtocolError, ValueError):
-    """A constructor argument or option is invalid (names the option and the bad value)."""
+class InvalidOptionError(LocalProtocolError, ValueError, TypeError):
+    """A constructor argument or option is invalid (names the option and the bad value),
+    or unknown (names the nearest option there is): a ``TypeError`` too, as Python's own
+    error for an unexpected keyword is."""
 
 
 class ProducerClosedError(LocalProtocolError):
