@@ -23,22 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import random
 from collections.abc import Callable, Coroutine, Sequence
-from ssl import SSLContext
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from producer._client.clock import Clock
-from producer._client.keywords import known_keywords
+from producer._client.keywords import same_parameters
 from producer._producer import Producer as AsyncProducer
-from producer._remoting.acl import Credentials
 from producer._remoting.message import Message
 from producer._send.future import OnException, OnSuccess
-from producer._send.options import DEFAULT_OPTIONS as _D
-from producer._send.options import Routing
 from producer._send.result import SendResult
-from producer._send.retry_policy import RetryPolicy
-from producer._transport import Connector
 from producer._transport.loop_thread import ClosesOnExit, LoopThread
 from producer.errors import ProducerClosedError, ProducerError
 
@@ -50,44 +42,11 @@ T = TypeVar("T")
 class Producer(ClosesOnExit):
     """The async producer behind a blocking API, on its own loop thread."""
 
-    # The async producer's parameters, one for one (a test holds them identical): each
-    # option's default is written once, in ProducerOptions.
-    @known_keywords
-    def __init__(
-        self,
-        group: str,
-        namesrv: str | Sequence[str],
-        *,
-        send_timeout_ms: float = _D.send_timeout_ms,
-        retry_times_when_send_failed: int = _D.retry_times_when_send_failed,
-        retry_times_when_send_async_failed: int = _D.retry_times_when_send_async_failed,
-        retry_another_broker_when_not_store_ok: bool = _D.retry_another_broker_when_not_store_ok,
-        max_message_size: int = _D.max_message_size,
-        compress_over: int = _D.compress_over,
-        retry_policy: RetryPolicy = _D.retry_policy,
-        routing: Routing = _D.routing,
-        route_refresh_interval_ms: float = _D.route_refresh_interval_ms,
-        heartbeat_interval_ms: float = _D.heartbeat_interval_ms,
-        probe_interval_ms: float = _D.probe_interval_ms,
-        connect_timeout_ms: float = _D.connect_timeout_ms,
-        max_in_flight: int = _D.max_in_flight,
-        max_in_flight_bytes: int = _D.max_in_flight_bytes,
-        backpressure: Literal["wait", "fail"] = _D.backpressure,
-        close_timeout_ms: float = _D.close_timeout_ms,
-        auto_create_topic: bool = _D.auto_create_topic,
-        batching: bool = _D.batching,
-        batch_max_messages: int = _D.batch_max_messages,
-        batch_max_bytes: int = _D.batch_max_bytes,
-        batch_linger_ms: float = _D.batch_linger_ms,
-        credentials: Credentials | None = None,
-        ssl: SSLContext | bool | None = None,
-        hooks: Sequence[object] = (),
-        clock: Clock | None = None,
-        rng: random.Random | None = None,
-        connector: Connector | None = None,
-    ) -> None:
+    # The async producer's parameters, one for one (the type checker, help() and IDEs see
+    # them; each option's default is written once, in ProducerOptions).
+    @same_parameters(AsyncProducer.__init__)
+    def __init__(self, group: str, namesrv: str | Sequence[str], **options: Any) -> None:
         # Built here, in the caller's thread, so bad options raise here; started on the loop.
-        options = {k: v for k, v in locals().items() if k not in ("self", "group", "namesrv")}
         self._producer = AsyncProducer(group, namesrv, **options)
         self._thread = LoopThread(f"rocketmq-producer-{group}")
         self._closing: asyncio.Event | None = None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-from collections.abc import Callable, Iterable
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from producer.errors import InvalidOptionError
 
@@ -31,9 +31,35 @@ def known_keywords(init: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(init)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        for name in kwargs:
-            if name not in parameters:
-                raise unknown_option(owner, name, parameters)
+        _check(owner, kwargs, parameters)
         return init(*args, **kwargs)
 
     return checked
+
+
+def same_parameters(
+    source: Callable[Concatenate[Any, P], object],
+) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, P], None]]:
+    """Gives a facade's ``__init__``, which passes its options through, the parameters of
+    ``source`` (another ``__init__``): for the type checker, ``help()`` and IDEs, and
+    checked as :func:`known_keywords` checks them. Each option is written once."""
+    parameters = inspect.signature(source).parameters
+    owner = source.__qualname__.split(".")[0]
+
+    def adopt(init: Callable[..., None]) -> Callable[Concatenate[Any, P], None]:
+        @functools.wraps(init)
+        def checked(*args: Any, **kwargs: Any) -> None:
+            _check(owner, kwargs, parameters)
+            init(*args, **kwargs)
+
+        # inspect.signature follows __wrapped__: the signature shown is source's
+        functools.update_wrapper(checked, source, assigned=(), updated=())
+        return checked
+
+    return adopt
+
+
+def _check(owner: str, given: Mapping[str, object], parameters: Mapping[str, object]) -> None:
+    for name in given:
+        if name not in parameters:
+            raise unknown_option(owner, name, parameters)
