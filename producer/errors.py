@@ -45,6 +45,7 @@ __all__ = [
     "NameServerError",
     "NoRouteError",
     "NotInCurrentUnitError",
+    "OffsetOutOfRangeError",
     "ProducerClosedError",
     "ProducerError",
     "RemoteProtocolError",
@@ -56,6 +57,7 @@ __all__ = [
     "TlsError",
     "TopicNotExistError",
     "TransportError",
+    "UndecodableBodyError",
     "response_code_name",
 ]
 
@@ -281,6 +283,47 @@ class NoRouteError(ProducerError):
 class NameServerError(ConnectError):
     """No name server answered as a RocketMQ name server (nothing listening, another
     protocol on the port, a broker's port): check the ``namesrv`` addresses."""
+
+
+# -- consuming --------------------------------------------------------------------------
+
+
+class UndecodableBodyError(RemoteProtocolError):
+    """A consumed message's body cannot be decoded (corrupt, or compressed with a codec this
+    SDK cannot read); it is never handed out as if it were good. ``queue`` (``"topic@broker:
+    id"``) and ``offset`` say where it is: ``seek`` past ``offset`` to skip it."""
+
+    def __init__(self, queue: str, offset: int, reason: str) -> None:
+        super().__init__(
+            f"message at offset {offset} of {queue} has an undecodable body ({reason}); "
+            f"to skip it, seek that queue to {offset + 1}"
+        )
+        self.queue = queue
+        self.offset = offset
+
+
+class OffsetOutOfRangeError(ProducerError):
+    """A consumer asked for an offset its queue no longer has: below the queue's minimum
+    (those messages were deleted before they were read: data loss) or beyond its maximum.
+    ``suggested`` is the offset the broker offered instead; seek there to go on."""
+
+    def __init__(
+        self, queue: str, requested: int, suggested: int, min_offset: int, max_offset: int
+    ) -> None:
+        why = (
+            f"{min_offset - requested} messages were deleted before they were read"
+            if requested < min_offset
+            else "past the end"
+        )
+        super().__init__(
+            f"offset {requested} of {queue} is out of range [{min_offset}, {max_offset}] "
+            f"({why}); the broker suggests {suggested}: seek there to go on"
+        )
+        self.queue = queue
+        self.requested = requested
+        self.suggested = suggested
+        self.min_offset = min_offset
+        self.max_offset = max_offset
 
 
 # -- broker answers ---------------------------------------------------------------------

@@ -157,6 +157,13 @@ class DevClusterThread:
     def client_ssl_context(self) -> ssl.SSLContext:
         return self.cluster.client_ssl_context()
 
+    def drop_before(
+        self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
+    ) -> dict[tuple[str, int], int]:
+        return self._query(
+            lambda: self.cluster.drop_before(topic, offset, broker=broker, queue_id=queue_id)
+        )
+
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         return self._query(lambda: self.cluster.consumer_offsets(broker))
 
