@@ -104,7 +104,7 @@ async def test_seek_to_a_time_starts_at_the_first_message_stored_then(
     await send(cluster, sample(12, "old"))
     boundary = max(m.store_timestamp for m in cluster.messages(TOPIC)) + 1
     with anyio.fail_after(5):  # the next messages must be stored at or after the boundary
-        while time.time() * 1000 < boundary:
+        while time.time() * 1000 < boundary:  # noqa: ASYNC110 - a clock, not an event
             await anyio.sleep(0.001)
     await send(cluster, sample(12, "new"))
     async with PullConsumer("g", cluster.namesrv_addr) as consumer:
@@ -225,3 +225,14 @@ def _stored_in(cluster: DevClusterThread, queue: MessageQueue) -> list[object]:
         for m in cluster.messages(TOPIC)
         if (m.broker_name, m.queue_id) == (queue.broker_name, queue.queue_id)
     ]
+
+
+async def test_a_long_poll_returns_when_one_queue_has_a_message(cluster: DevClusterThread) -> None:
+    async with PullConsumer("g", cluster.namesrv_addr) as consumer:
+        consumer.assign(await consumer.queues(TOPIC))
+        await consumer.seek_to_end()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send, cluster, sample(1, "one"))
+            with anyio.fail_after(5):  # the other 7 queues' pulls would be held for 30 s
+                found = await consumer.getmany(timeout_ms=30_000)
+    assert [m.tags for batch in found.values() for m in batch] == ["one"]
