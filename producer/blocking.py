@@ -22,17 +22,22 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ssl as ssl_module
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from producer._producer import Producer as AsyncProducer
-from producer._remoting.message import Message
+from producer._remoting.acl import Credentials
+from producer._remoting.message import Message, MessageQueue
 from producer._send.result import SendResult
+from producer.consumer import PullConsumer as AsyncPullConsumer
+from producer.consumer import ReceivedMessage
+from producer.consumer._pull_consumer import MAX_PULL_MESSAGES, OffsetReset
 from producer.errors import ProducerClosedError
 
-__all__ = ["Producer"]
+__all__ = ["Producer", "PullConsumer"]
 
 T = TypeVar("T")
 
@@ -160,3 +165,126 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"blocking.{self._producer!r}"
+
+
+class PullConsumer:
+    """The async :class:`producer.consumer.PullConsumer` behind a blocking API, on its own
+    loop thread (as :class:`Producer`); Spark's executors read with it::
+
+        with PullConsumer("my-group", "127.0.0.1:9876") as consumer:
+            consumer.assign(consumer.queues("Orders"))
+            consumer.seek_to_beginning()
+            batches = consumer.getmany(timeout_ms=1000)
+
+    It takes the async consumer's options; :meth:`submit` runs any coroutine function of
+    the async consumer on its loop."""
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str],
+        *,
+        auto_offset_reset: OffsetReset = "latest",
+        offset_out_of_range: Literal["reset", "raise"] = "reset",
+        max_pull_messages: int = MAX_PULL_MESSAGES,
+        request_timeout_ms: float = 5000.0,
+        credentials: Credentials | None = None,
+        ssl: bool | ssl_module.SSLContext | None = None,
+        connect_timeout_ms: float = 3000.0,
+    ) -> None:
+        self._consumer = AsyncPullConsumer(
+            group,
+            list(_addrs(namesrv)),
+            auto_offset_reset=auto_offset_reset,
+            offset_out_of_range=offset_out_of_range,
+            max_pull_messages=max_pull_messages,
+            request_timeout_ms=request_timeout_ms,
+            credentials=credentials,
+            ssl=ssl,
+            connect_timeout_ms=connect_timeout_ms,
+        )
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name=f"rocketmq-pull-{group}", daemon=True
+        )
+        self._thread.start()
+        try:
+            self._call(self._consumer.start())
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def queues(self, topic: str) -> list[MessageQueue]:
+        return self._call(self._consumer.queues(topic))
+
+    def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
+        self._consumer.assign(list(queues), expression)  # no I/O: safe from any thread
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        self._consumer.seek(queue, offset)
+
+    def seek_to_beginning(self, *queues: MessageQueue) -> None:
+        self._call(self._consumer.seek_to_beginning(*queues))
+
+    def seek_to_end(self, *queues: MessageQueue) -> None:
+        self._call(self._consumer.seek_to_end(*queues))
+
+    def position(self, queue: MessageQueue) -> int:
+        return self._call(self._consumer.position(queue))
+
+    def getmany(
+        self, *queues: MessageQueue, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[MessageQueue, list[ReceivedMessage]]:
+        return self._call(
+            self._consumer.getmany(*queues, timeout_ms=timeout_ms, max_records=max_records)
+        )
+
+    def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
+        self._call(self._consumer.commit(offsets))
+
+    def submit(
+        self, work: Callable[[AsyncPullConsumer], Coroutine[Any, Any, T]]
+    ) -> concurrent.futures.Future[T]:
+        """Run ``work(async_consumer)`` on the consumer's loop; its future at once."""
+        return self._submit(work(self._consumer))
+
+    def close(self) -> None:
+        """Close the connections and stop the loop thread (nothing is committed)."""
+        if not self._thread.is_alive():
+            return
+        try:
+            self._call(self._consumer.aclose())
+        finally:
+            self._stop_loop()
+
+    def __enter__(self) -> PullConsumer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self._submit(coroutine).result()
+
+    def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        if not self._thread.is_alive():
+            coroutine.close()
+            raise ProducerClosedError(f"blocking pull consumer {self._consumer.group!r} is closed")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __repr__(self) -> str:
+        return f"blocking.{self._consumer!r}"
+
+
+def _addrs(namesrv: str | Sequence[str]) -> Sequence[str]:
+    return [namesrv] if isinstance(namesrv, str) else namesrv
