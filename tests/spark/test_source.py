@@ -201,8 +201,7 @@ def test_a_write_publishes_every_row(rmq: SparkSession, cluster: DevClusterThrea
     assert sorted(m.body for m in stored) == sorted(f"v{i}".encode() for i in range(20))
     assert {m.tags for m in stored} == {"w"}
     assert sorted(k for m in stored for k in m.keys) == sorted(f"key{i}" for i in range(20))
+    bad = rmq.createDataFrame([("x",)], "body string").write.format("rocketmq")
+    bad = bad.option("namesrv", cluster.namesrv_addr).option("topic", "No Such Topic!")
     with pytest.raises(Exception, match="RowSendError"):
-        bad = rmq.createDataFrame([("x",)], "body string")
-        bad.write.format("rocketmq").option("namesrv", cluster.namesrv_addr).option(
-            "topic", "No Such Topic!"
-        ).mode("append").save()
+        bad.mode("append").save()
