@@ -22,7 +22,10 @@ from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, parse_namesrv
 from producer._client.upkeep import Maintenance
 from producer._remoting.acl import Credentials, signer_for
+from producer._remoting.codecs import DEFAULT_CODECS
+from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message
+from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._send.async_runner import AsyncSendRunner
 from producer._send.async_sends import AsyncSends
@@ -31,13 +34,14 @@ from producer._send.batch_sends import BatchSends, batchable
 from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
 from producer._send.options import DEFAULT_OPTIONS as _D
-from producer._send.options import ProducerOptions, Routing
+from producer._send.options import CompressType, ProducerOptions, Routing
 from producer._send.plan import SendMode
 from producer._send.planner import Planner
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
 from producer._send.sender import Sender, SendJob
 from producer._send.telemetry import Telemetry
+from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
 from producer._transport import ConnectionPool, Connector, Runtime, current_runtime
 from producer._transport.base import client_tls
@@ -81,6 +85,9 @@ class Producer:
         retry_another_broker_when_not_store_ok: bool = _D.retry_another_broker_when_not_store_ok,
         max_message_size: int = _D.max_message_size,
         compress_over: int = _D.compress_over,
+        compress_level: int = _D.compress_level,
+        compress_type: CompressType = _D.compress_type,
+        timer_max_delay_ms: int = _D.timer_max_delay_ms,
         retry_policy: RetryPolicy = _D.retry_policy,
         routing: Routing = _D.routing,
         route_refresh_interval_ms: float = _D.route_refresh_interval_ms,
@@ -110,6 +117,9 @@ class Producer:
             retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
             max_message_size=max_message_size,
             compress_over=compress_over,
+            compress_level=compress_level,
+            compress_type=compress_type,
+            timer_max_delay_ms=timer_max_delay_ms,
             retry_policy=retry_policy,
             routing=routing,
             route_refresh_interval_ms=route_refresh_interval_ms,
@@ -130,8 +140,13 @@ class Producer:
         self.namesrv_addrs = parse_namesrv(namesrv)
         self._signer = signer_for(credentials)
         self._tls = client_tls(ssl)
+        DEFAULT_CODECS.require(self.options.codec)  # a missing lz4/zstandard: say so now
         self._factory = SendRequestFactory(
-            group, compress_threshold=compress_over, max_message_size=max_message_size
+            group,
+            compress_threshold=compress_over,
+            compress_level=compress_level,
+            compress_codec=self.options.codec,
+            max_message_size=max_message_size,
         )
         self._rng = rng or random.Random()
         self._given_clock = clock
@@ -154,8 +169,12 @@ class Producer:
         self._sender: Sender | None = None
         self._planner: Planner | None = None
         self._batching: BatchSends | None = None
+        self._timer: TimerGate | None = None
         self._maintenance: Maintenance | None = None
         self._telemetry = Telemetry(self.group)
+        #: Serves requests brokers start on our connections (a TransactionProducer's
+        #: CHECK_TRANSACTION_STATE); set before start(). None: Java's "not supported".
+        self.peer_handler: RequestHandler | None = None
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -197,7 +216,7 @@ class Producer:
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         options = self.options
         pool = ConnectionPool(
-            self._connector or runtime.connector(ssl=self._tls),
+            self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer),
             connect_timeout_ms=options.connect_timeout_ms,
         )
         await pool.__aenter__()
@@ -225,6 +244,7 @@ class Producer:
             telemetry=self._telemetry,
             clock=self._clock,
         )
+        self._timer = TimerGate(routes, client, self._clock, options.timer_max_delay_ms)
         self._maintenance = Maintenance(
             group=self.group,
             client_id=self.client_id,
@@ -325,6 +345,8 @@ class Producer:
         if order_key is not None and not isinstance(order_key, str):
             raise LocalProtocolError(f"order_key must be a str, got {type(order_key).__name__}")
         prepared = self._prepare(message)
+        if message.timed:
+            await self._check_timed(message, timeout_ms)
         batching = self._batching
         if batching is not None and order_key is None and batchable(prepared, message):
             assert self._planner is not None
@@ -363,6 +385,17 @@ class Producer:
         future = SendFuture(
             on_success, on_exception, msg_id=prepared.msg_id, loop=self._runtime.asyncio_loop
         )
+        if message.timed:
+            assert self._timer is not None and self._async_sends is not None
+            self._timer.then_send_async(
+                message,
+                budget,
+                future,
+                lambda: self._start_async(message, prepared, budget, future),
+                spawn=self._async_sends.spawn,
+                tracker=self._tracker,
+            )
+            return future
         batching = self._batching
         if (
             batching is not None
@@ -370,6 +403,13 @@ class Producer:
             and batching.send_async(prepared, message, budget, future)
         ):
             return future
+        self._start_async(message, prepared, budget, future)
+        return future
+
+    def _start_async(
+        self, message: Message, prepared: PreparedMessage, budget: float, future: SendFuture
+    ) -> None:
+        assert self._planner is not None
         plan = self._planner.plan(SendMode.ASYNC, budget)
         # Take the in-flight slot now when there is room, so that close() drains this
         # send even if its task has not started yet.
@@ -377,14 +417,23 @@ class Producer:
         job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
         assert self._async_runner is not None
         self._async_runner.start(job, plan, future)
-        return future
+
+    async def _check_timed(self, message: Message, timeout_ms: float | None) -> None:
+        assert self._timer is not None and self._planner is not None
+        await self._timer.check(message, self._planner.budget_ms(timeout_ms))
 
     async def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:
         """One attempt, no answer, no retry; raises if the frame could not be written."""
         prepared = self._prepare(message)
+        if message.timed:
+            await self._check_timed(message, timeout_ms)
         await self._run(SendJob(prepared, message), SendMode.ONEWAY, timeout_ms)
 
     # -- internals --------------------------------------------------------------------
+
+    def _serve_peer(self, address: str, request: RemotingCommand) -> RemotingCommand | None:
+        handler = self.peer_handler
+        return not_supported(address, request) if handler is None else handler(address, request)
 
     def _check_open(self) -> None:
         if self.state is ProducerState.RUNNING:

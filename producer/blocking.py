@@ -22,24 +22,33 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
+import logging
 import ssl as ssl_module
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+import anyio
+
+from producer._consume.message import ReceivedMessage
 from producer._producer import Producer as AsyncProducer
 from producer._remoting.acl import Credentials
+from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
+from producer._remoting.transaction import TransactionState
 from producer._send.result import SendResult
+from producer._transactions.producer import TransactionProducer as AsyncTransactionProducer
+from producer._transactions.producer import TransactionResult
 from producer.consumer import PullConsumer as AsyncPullConsumer
-from producer.consumer import ReceivedMessage
 from producer.consumer._pull_consumer import MAX_PULL_MESSAGES, OffsetReset
 from producer.errors import ProducerClosedError
 
-__all__ = ["Producer", "PullConsumer"]
+__all__ = ["Producer", "PullConsumer", "TransactionProducer"]
 
 T = TypeVar("T")
+log = logging.getLogger("producer.transactions")
 
 
 class Producer:
@@ -165,6 +174,75 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"blocking.{self._producer!r}"
+
+
+class TransactionProducer(Producer):
+    """:class:`producer.TransactionProducer` behind a blocking API.
+
+    ``execute`` runs in the caller's thread, between the half send and END_TRANSACTION;
+    ``check`` is a plain function run in a worker thread (it may block on a database).
+    The producer options are those of :class:`producer.Producer`.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str],
+        *,
+        check: Callable[[ReceivedMessage], TransactionState],
+        check_timeout_ms: float = 3000.0,
+        topics: Sequence[str] = (),
+        **options: Any,
+    ) -> None:
+        async def threaded_check(message: ReceivedMessage) -> TransactionState:
+            return await anyio.to_thread.run_sync(check, message, abandon_on_cancel=True)
+
+        self._tx_settings = (threaded_check, check_timeout_ms, tuple(topics))
+        super().__init__(group, namesrv, **options)
+
+    async def _live(self, started: concurrent.futures.Future[None]) -> None:
+        check, timeout_ms, topics = self._tx_settings
+        self._tx = AsyncTransactionProducer(
+            self._producer, check=check, check_timeout_ms=timeout_ms, topics=topics
+        )
+        self._closing = asyncio.Event()
+        try:
+            await self._tx.start()
+        except BaseException as exc:
+            started.set_exception(exc)
+            return
+        started.set_result(None)
+        try:
+            await self._closing.wait()
+        finally:
+            await self._tx.aclose()
+
+    def send_in_transaction(
+        self,
+        message: Message,
+        execute: Callable[[Message], TransactionState],
+        *,
+        timeout_ms: float | None = None,
+    ) -> TransactionResult:
+        """Half message, ``execute`` here (an exception counts as UNKNOWN), then END."""
+        half = self.send_half(message, timeout_ms=timeout_ms)
+        if half.status is not SendStatus.SEND_OK:
+            return self.rollback(half)
+        try:
+            state = execute(dataclasses.replace(message, msg_id=half.msg_id))
+        except Exception as exc:  # as the async producer: logged, reported UNKNOWN
+            log.exception("local transaction of %s raised; reported UNKNOWN", half.msg_id)
+            return self._call(self._tx.end_half(half, TransactionState.UNKNOWN, exc))
+        return self._call(self._tx.end_half(half, state, None))
+
+    def send_half(self, message: Message, *, timeout_ms: float | None = None) -> SendResult:
+        return self._call(self._tx.send_half(message, timeout_ms=timeout_ms))
+
+    def commit(self, half: SendResult) -> TransactionResult:
+        return self._call(self._tx.commit(half))
+
+    def rollback(self, half: SendResult) -> TransactionResult:
+        return self._call(self._tx.rollback(half))
 
 
 class PullConsumer:

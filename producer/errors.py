@@ -29,8 +29,10 @@ __all__ = [
     "BackpressureError",
     "BrokerError",
     "BrokerSystemError",
+    "CodecUnavailableError",
     "ConnectError",
     "ConnectionLostError",
+    "CorruptBodyError",
     "Fate",
     "FlowControlError",
     "GoAwayError",
@@ -54,8 +56,10 @@ __all__ = [
     "SendTimeout",
     "ServiceNotAvailableError",
     "SystemBusyError",
+    "TimedDeliveryUnsupportedError",
     "TlsError",
     "TopicNotExistError",
+    "TransactionError",
     "TransportError",
     "UndecodableBodyError",
     "response_code_name",
@@ -196,6 +200,11 @@ class ProducerClosedError(LocalProtocolError):
     """The producer is closed (or closing) and accepts no more sends."""
 
 
+class TransactionError(LocalProtocolError):
+    """A transaction step that cannot be taken: ending a half message this producer did not
+    send or already ended, or committing one the broker did not store SEND_OK."""
+
+
 class BackpressureError(ProducerError):
     """The in-flight limit is reached and the producer is set to fail fast."""
 
@@ -286,20 +295,6 @@ class NameServerError(ConnectError):
 
 
 # -- consuming --------------------------------------------------------------------------
-
-
-class UndecodableBodyError(RemoteProtocolError):
-    """A consumed message's body cannot be decoded (corrupt, or compressed with a codec this
-    SDK cannot read); it is never handed out as if it were good. ``queue`` (``"topic@broker:
-    id"``) and ``offset`` say where it is: ``seek`` past ``offset`` to skip it."""
-
-    def __init__(self, queue: str, offset: int, reason: str) -> None:
-        super().__init__(
-            f"message at offset {offset} of {queue} has an undecodable body ({reason}); "
-            f"to skip it, seek that queue to {offset + 1}"
-        )
-        self.queue = queue
-        self.offset = offset
 
 
 class OffsetOutOfRangeError(ProducerError):
@@ -454,3 +449,61 @@ class GoAwayError(BrokerError):
     """1500 GO_AWAY: the broker is shutting down; try another."""
 
     code_value = ResponseCode.GO_AWAY
+
+
+# -- message bodies -----------------------------------------------------------------------
+
+
+class CodecUnavailableError(LocalProtocolError, ImportError):
+    """A body's codec (LZ4 or zstd) needs a library this install lacks. ``codec`` names
+    it; install the extra the message names (``rocketmq-aio-producer[compression]``)."""
+
+    def __init__(self, codec: str, module: str, extra: str) -> None:
+        super().__init__(
+            f"{codec} bodies need the {module!r} package: "
+            f'pip install "rocketmq-aio-producer[{extra}]"'
+        )
+        self.codec = codec
+        self.extra = extra
+
+
+class CorruptBodyError(RemoteProtocolError):
+    """A compressed body does not decode with the codec its sysFlag names (corrupt,
+    truncated, or inflating beyond the size bound)."""
+
+
+class UndecodableBodyError(ProducerError):
+    """A pulled message's body could not be decoded, so its listener was not called: the
+    message is a consume failure (retried, then dead-lettered) and never reaches a
+    listener as if it were the message. ``cause`` is the :class:`CodecUnavailableError`
+    (install the extra; ``permanent`` is False) or :class:`CorruptBodyError`
+    (``permanent``: it is dead-lettered at once)."""
+
+    def __init__(
+        self, msg_id: str, cause: ProducerError, *, queue: str = "", offset: int = -1
+    ) -> None:
+        # A pull consumer says where the message is, and how to step over it.
+        where = f" (offset {offset} of {queue}; to skip it, seek that queue to {offset + 1})"
+        super().__init__(
+            f"message {msg_id}: body cannot be decoded: {cause.message}" + (where if queue else "")
+        )
+        self.msg_id = msg_id
+        self.cause = cause
+        self.permanent = not isinstance(cause, CodecUnavailableError)
+        self.queue = queue
+        self.offset = offset
+
+
+class TimedDeliveryUnsupportedError(LocalProtocolError):
+    """A timed message (``deliver_at_ms`` / ``delay_ms``) for a topic served by a broker
+    older than 5.0, which would ignore the timer and deliver it at once. Nothing was
+    written. Use ``delay_level`` (the 18 fixed levels) with a 4.x broker."""
+
+    def __init__(self, broker_name: str, addr: str, version: str) -> None:
+        super().__init__(
+            f"broker {broker_name} ({addr}) answers as {version}, which has no timed "
+            "delivery and would deliver the message at once: use delay_level (1-18) on a "
+            "4.x broker, or send deliver_at_ms/delay_ms to a 5.x broker"
+        )
+        self.broker_name = broker_name
+        self.broker_version = version

@@ -34,6 +34,15 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "producer._send",
         "latency_fault",
     ),
+    "producer._transactions": (
+        *CORE,
+        "producer._transport",
+        "producer._client",
+        "producer._send",
+        "producer._consume",
+        "producer._producer",
+        "producer._transactions",
+    ),
     "producer.testing": (*CORE, "producer._transport", "producer.testing", "latency_fault"),
     # The consumer: a pure core (``_consume``) under an I/O shell that shares the
     # producer's client; it needs only the result type of the send layer, never the facade.

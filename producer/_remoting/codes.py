@@ -23,6 +23,7 @@ class RequestCode(enum.IntEnum):
     HEART_BEAT = 34
     UNREGISTER_CLIENT = 35
     CONSUMER_SEND_MSG_BACK = 36
+    END_TRANSACTION = 37
     GET_CONSUMER_LIST_BY_GROUP = 38
     CHECK_TRANSACTION_STATE = 39
     NOTIFY_CONSUMER_IDS_CHANGED = 40
@@ -64,6 +65,9 @@ class ResponseCode(enum.IntEnum):
 
     Code 209 is POLLING_FULL in 5.x (UPDATE_AND_CREATE_ACL_CONFIG_FAILED in 4.9); 215 is
     5.x's FLOW_CONTROL; 29 is INVALID_PARAMETER in 5.x (FLUSH_DISK_FAILED in late 4.9).
+    211-213, 501, 604 and 3001-3002 are 5.3.3's (remoting/protocol/ResponseCode.java; the
+    controller's 2000-2016 and the client-side RPC_* codes never answer a send); 5.3's
+    ``DefaultMQProducer.retryResponseCodes`` retries none of them.
     """
 
     send_status: SendStatus | None
@@ -117,8 +121,15 @@ class ResponseCode(enum.IntEnum):
     NO_MESSAGE = 208
     POLLING_FULL = 209
     POLLING_TIMEOUT = 210
+    BROKER_NOT_EXIST = 211  # 5.x from here; none is in 5.3's retryResponseCodes
+    BROKER_DISPATCH_NOT_COMPLETE = 212
+    BROADCAST_CONSUMPTION = 213
     FLOW_CONTROL = (215, None, _SLOW)
+    NOT_LEADER_FOR_QUEUE = 501
+    ILLEGAL_OPERATION = 604
     GO_AWAY = (1500, None, _53)
+    USER_NOT_EXIST = 3001  # 5.3 ACL 2.0
+    POLICY_NOT_EXIST = 3002
 
 
 _CODE_BY_STATUS = {c.send_status: c for c in ResponseCode if c.send_status is not None}
@@ -171,6 +182,27 @@ class SerializeType(enum.IntEnum):
 FLAG_RESPONSE = 0b01
 FLAG_ONEWAY = 0b10
 
-# MQVersion.Version.V4_9_4.ordinal(): what the 4.9.4 Java client sends. A name server
-# answers requests at or above it with a standard-JSON route body.
-PROTOCOL_VERSION = 401
+# MQVersion.Version ordinals (rocketmq-all-5.3.3 common/MQVersion.java). Every command
+# carries its sender's: a broker's responses say which broker answered.
+V4_9_4 = 401
+V5_0_0 = 413
+V5_2_0 = 453
+V5_3_0 = 473
+V5_3_3 = 479
+_VERSION_NAMES = {V4_9_4: "V4_9_4", V5_0_0: "V5_0_0", V5_2_0: "V5_2_0", V5_3_0: "V5_3_0"}
+_VERSION_NAMES[V5_3_3] = "V5_3_3"
+
+# What the 4.9.4 Java client sends. A name server answers requests at or above it with a
+# standard-JSON route body.
+PROTOCOL_VERSION = V4_9_4
+#: The first broker version with timed delivery (TimerMessageStore, 5.0.0).
+TIMER_BROKER_VERSION = V5_0_0
+
+
+def version_name(version: int) -> str:
+    """``MQVersion.getVersionDesc`` for the versions named here, else the code."""
+    name = _VERSION_NAMES.get(version)
+    if name is not None:
+        return name
+    major = "5.x" if version >= V5_0_0 else "4.x or older"
+    return f"version code {version} ({major})"

@@ -21,7 +21,7 @@ import anyio
 import msgspec
 from opentelemetry.trace import Span
 
-from latency_fault import Router, choose_queue
+from latency_fault import Router, choose_queue, spread_batch
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, TopicRoute
@@ -51,6 +51,9 @@ class SendJob(msgspec.Struct, frozen=True):
     #: A transparent batch's messages: each holds its own in-flight slot, and hooks and
     #: spans see each one. Empty for every other send.
     members: tuple[Message, ...] = ()
+    #: The first attempt's queue, chosen with its neighbours' (:meth:`Sender.spread`);
+    #: retries choose again.
+    first_queue: MessageQueue | None = None
 
 
 class _Send(msgspec.Struct, frozen=True):
@@ -80,6 +83,18 @@ class Sender:
         self.hooks = hooks
         self.telemetry = telemetry
         self.clock = clock
+        self._spread_turn = 0
+
+    def spread(self, topic: str, count: int) -> list[tuple[MessageQueue, int]] | None:
+        """Where a transparent batch of ``count`` messages to ``topic`` goes, per message
+        (``spread_batch``); ``None`` when the route is not cached yet (the batch then goes
+        as one, and the route lookup is the sender's as for any send)."""
+        route = self.routes.cached(topic)
+        if route is None or not len(route.snapshot):
+            return None
+        self._spread_turn += 1
+        now = int(self.clock.monotonic_ms())
+        return spread_batch(self.router, route.snapshot, count, now_ms=now, turn=self._spread_turn)
 
     async def run(self, job: SendJob, plan: SendPlan) -> SendResult | None:
         """The whole send: backpressure, route, attempts; raises the final error.
@@ -137,7 +152,12 @@ class Sender:
         while isinstance(step, Dispatch):
             if step.number > 1:
                 route = self.routes.cached(route.topic) or route  # a refresh may have landed
-            queue = self._select(send.job, plan, route, now)
+            first = send.job.first_queue
+            queue = (
+                first
+                if first is not None and step.number == 1
+                else self._select(send.job, plan, route, now)
+            )
             decision, now = await self._attempt(send, route, queue, step, now)
             if isinstance(decision, Finish):
                 step = decision

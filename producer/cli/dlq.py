@@ -14,7 +14,7 @@ from typing import TextIO
 
 from producer import Producer
 from producer.cli.common import EXIT_USAGE, MAX_LINE, positive_int, wrapped
-from producer.consumer import DeadLetter, DeadLetterQueue
+from producer.consumer import DeadLetter, DeadLetterQueue, ReceivedMessage
 from producer.errors import LocalProtocolError, ProducerError
 
 __all__ = ["add_dlq_arguments", "run_dlq"]
@@ -80,7 +80,7 @@ def _list(letters: list[DeadLetter], topic: str, out: TextIO) -> int:
             f"{m.msg_id}  topic={letter.original_topic or '?'}  tries={m.reconsume_times}  "
             f"stored={_when(m.store_timestamp, 'seconds')}  "
         )
-        print(head + _preview(m.body, max(MAX_LINE - len(head), 12)), file=out)
+        print(head + _body(m, max(MAX_LINE - len(head), 12)), file=out)
     return 0
 
 
@@ -94,7 +94,7 @@ def _show(letter: DeadLetter, out: TextIO) -> None:
     print(f"stored: {_when(m.store_timestamp)} at {m.store_host}", file=out)
     for name, value in sorted(m.properties.items()):
         print(wrapped(f"  {name} = {value}"), file=out)
-    print(wrapped(f"body ({len(m.body)} bytes): {_preview(m.body, sys.maxsize)}"), file=out)
+    print(wrapped(f"body ({len(m.body)} bytes): {_body(m, sys.maxsize)}"), file=out)
     print(file=out)
 
 
@@ -120,6 +120,12 @@ async def _redrive(
 def _when(ms: int, timespec: str = "milliseconds") -> str:
     moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
     return moment.isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+def _body(m: ReceivedMessage, width: int) -> str:
+    if m.undecodable is not None:
+        return f"<undecodable: {m.undecodable.cause}>"
+    return _preview(m.body, width)
 
 
 def _preview(body: bytes, width: int) -> str:

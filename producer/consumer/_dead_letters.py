@@ -20,7 +20,7 @@ from typing import Protocol
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
 from producer._client.routes import parse_namesrv
-from producer._consume.message import ReceivedMessage, received_message
+from producer._consume.message import ReceivedMessage, decoded_message
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.consumer_requests import PullParams, PullStatus
 from producer._remoting.message import Message, MessageQueue
@@ -37,6 +37,7 @@ from producer.errors import LocalProtocolError, NoRouteError
 __all__ = ["DeadLetterQueue"]
 
 PULL_BATCH = 32
+MAX_BODY_BYTES = 64 * 1024 * 1024  # as the push consumer bounds an inflated body
 
 
 class Sender(Protocol):
@@ -61,11 +62,15 @@ class DeadLetter:
         return self.message.msg_id
 
     def redrive_message(self) -> Message:
-        """The copy to publish: same body, tags, keys, user properties and msg_id."""
+        """The copy to publish: same body, tags, keys, user properties and msg_id. A body
+        that cannot be decoded raises :class:`~producer.errors.UndecodableBodyError`
+        (install the extra it names, or it is corrupt)."""
         if self.original_topic is None:
             raise LocalProtocolError(
                 f"dead letter {self.msg_id} has no RETRY_TOPIC property: its topic is unknown"
             )
+        if self.message.undecodable is not None:  # never re-publish undecoded bytes as a body
+            raise self.message.undecodable
         props = self.message.properties
         user = {k: v for k, v in props.items() if k not in RESERVED_PROPERTY_NAMES}
         keys = props.get(KEYS)
@@ -181,7 +186,7 @@ class DeadLetterQueue:
             if result.status is not PullStatus.FOUND:
                 break
             for record in result.records:
-                message = received_message(record, queue.broker_name, record.inflated_body())
+                message = decoded_message(record, queue.broker_name, MAX_BODY_BYTES)
                 found.append(DeadLetter(message, message.properties.get(RETRY_TOPIC)))
             offset = result.next_begin_offset
         return found if limit is None else found[:limit]

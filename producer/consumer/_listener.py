@@ -14,7 +14,7 @@ import anyio
 
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage
-from producer._consume.policy import SeenRecently
+from producer._consume.policy import DEAD_LETTER, SeenRecently
 from producer._remoting.message import MessageQueue
 from producer.consumer._telemetry import NO_SPAN, ConsumerTelemetry, tracing
 
@@ -163,6 +163,10 @@ class ListenerCall:
         """In a worker thread: each call's result (or the exception it raised) and time."""
         outcomes: list[tuple[object, float]] = []
         for batch, context in calls:
+            refused = _refuse_undecodable(batch, context)
+            if refused is not None:
+                outcomes.append((refused, 0.0))
+                continue
             started = time.perf_counter()
             try:
                 result = self._listener(*((batch, context) if self._with_context else (batch,)))
@@ -173,6 +177,9 @@ class ListenerCall:
         return outcomes
 
     async def _run(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
+        refused = _refuse_undecodable(batch, context)
+        if refused is not None:
+            return refused
         args: tuple[Any, ...] = (batch, context) if self._with_context else (batch,)
         try:
             if self._is_async:
@@ -183,6 +190,19 @@ class ListenerCall:
             log.exception("listener raised on %d message(s)", len(batch))
             return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
         return _verdict(result)
+
+
+def _refuse_undecodable(batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict | None:
+    """A batch holding a body that could not be decoded never reaches the listener: it
+    fails as a whole (consumption gives such a message a batch of its own)."""
+    for message in batch:
+        undecodable = message.undecodable
+        if undecodable is not None:
+            log.error("%s not consumed: %s", context.queue, undecodable)
+            if undecodable.permanent:  # a corrupt body stays corrupt: no retry helps
+                context.delay_level = DEAD_LETTER
+            return Verdict(ConsumeStatus.RECONSUME_LATER, undecodable)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +218,8 @@ def _verdict(result: object) -> Verdict:
         return Verdict(result)
     if isinstance(result, _Raised):
         return Verdict(ConsumeStatus.RECONSUME_LATER, result.error)
+    if isinstance(result, Verdict):  # refused before the call (_refuse_undecodable)
+        return result
     log.warning("listener returned %r, not a ConsumeStatus: treated as RECONSUME_LATER", result)
     return Verdict(ConsumeStatus.RECONSUME_LATER)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from producer._consume.decisions import FlowLimits
 from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
+from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import ConsumeFromWhere, MessageModel
 from producer._remoting.delay_levels import DEFAULT_MAX_RECONSUME_TIMES
 from producer.errors import InvalidOptionError
@@ -47,6 +48,7 @@ class ConsumerOptions:
     close_timeout_ms: float = 10_000.0
     consume_timeout_ms: float = 15 * 60_000.0  # a listener call this old is sent back
     connect_timeout_ms: float = 3000.0
+    body_codecs: BodyCodecs = DEFAULT_CODECS  # LZ4/zstd libraries found here (a test seam)
 
     @classmethod
     def build(

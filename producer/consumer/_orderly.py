@@ -29,7 +29,7 @@ from producer._remoting.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._consumption import Consumption
 from producer.consumer._listener import ConsumeContext, ListenerCall
-from producer.errors import ProducerError
+from producer.errors import ProducerError, UndecodableBodyError
 
 log = logging.getLogger("producer.consumer")
 
@@ -101,7 +101,12 @@ class OrderlyConsumption(Consumption):
             self._tasks.leave()
 
     def _next_batch(self, pq: ProcessQueue) -> list[ReceivedMessage]:
-        return [] if pq.dropped else pq.head(self.options.consume_batch_size)
+        """The head of the queue, cut before an undecodable message (which goes alone)."""
+        batch = [] if pq.dropped else pq.head(self.options.consume_batch_size)
+        for index, message in enumerate(batch):
+            if message.undecodable is not None:
+                return batch[:index] or [message]
+        return batch
 
     async def _relock_later(self, pq: ProcessQueue) -> None:
         await anyio.sleep(RELOCK_DELAY_MS / 1000.0)
@@ -126,7 +131,10 @@ class OrderlyConsumption(Consumption):
             self.consumed += len(fresh)
             self._settle(pq, fresh)
             return 0.0
-        hopeless = not self.options.retry_policy.retries(verdict.error)
+        error = verdict.error
+        hopeless = not self.options.retry_policy.retries(error) or (
+            isinstance(error, UndecodableBodyError) and error.permanent
+        )
         if hopeless:  # the policy says this failure is final: every message of it is dead
             retry = OrderlyRetry(dead=fresh, again=[])
         else:

@@ -1,10 +1,11 @@
 """One PULL_MESSAGE of a pull consumer and what it means for the queue's position.
 
 The records are turned into messages by the push consumer's own steps (the subscription's
-tag check, ``StoreRecord.inflated_body`` with its size cap, ``received_message``): one pull
-decoding for both consumers. Where the push consumer logs a bad body and hands it on raw,
-a pull consumer stops in front of it: the good messages before it are returned, and the
-next pull of that queue raises :class:`~producer.errors.UndecodableBodyError`.
+tag check, then ``decoded_message`` with its size cap and codecs): one pull decoding for
+both consumers. Where the push consumer consumes an undecodable message as a failure, a
+pull consumer stops in front of it: the good messages before it are returned, and the
+next pull of that queue raises :class:`~producer.errors.UndecodableBodyError` saying
+where it is.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from producer._consume.message import ReceivedMessage, received_message
+from producer._consume.message import ReceivedMessage, decoded_message
+from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import PullParams, PullResult, PullStatus
 from producer._remoting.message import MessageQueue
 from producer._remoting.properties import TAGS
 from producer._remoting.subscription import Subscription
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._queue_worker import MAX_BODY_BYTES, PULL_RPC_MARGIN_MS
-from producer.errors import OffsetOutOfRangeError, ProducerError, UndecodableBodyError
+from producer.errors import OffsetOutOfRangeError, UndecodableBodyError
 
 log = logging.getLogger("producer.consumer")
 
@@ -75,7 +77,10 @@ async def pull_once(
 
 
 def _messages(
-    queue: MessageQueue, result: PullResult, subscription: Subscription
+    queue: MessageQueue,
+    result: PullResult,
+    subscription: Subscription,
+    codecs: BodyCodecs = DEFAULT_CODECS,
 ) -> tuple[list[ReceivedMessage], int]:
     """The pull's messages and the position after them (before a bad body, if any)."""
     broker = queue.broker_name
@@ -84,13 +89,15 @@ def _messages(
         # The broker filters by tag hash only; the tag itself is checked here, as Java does.
         if not subscription.matches(record.properties.get(TAGS)):
             continue
-        try:
-            body = record.inflated_body(MAX_BODY_BYTES)
-        except ProducerError as exc:
+        message = decoded_message(record, broker, MAX_BODY_BYTES, codecs)
+        bad = message.undecodable
+        if bad is not None:
             if messages:  # hand out the good ones; the next pull starts at the bad one
                 return messages, record.queue_offset
-            raise UndecodableBodyError(str(queue), record.queue_offset, str(exc)) from exc
-        messages.append(received_message(record, broker, body))
+            raise UndecodableBodyError(
+                message.msg_id, bad.cause, queue=str(queue), offset=record.queue_offset
+            ) from bad.cause
+        messages.append(message)
     return messages, result.next_begin_offset
 
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import anyio
 
 from producer._consume.decisions import flow_blocked
-from producer._consume.message import ReceivedMessage, received_message
+from producer._consume.message import ReceivedMessage, decoded_message
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import MessageModel, PullParams, PullStatus
@@ -129,12 +129,11 @@ class QueueWorker:
         for record in records:
             if not self.subscription.matches(record.properties.get("TAGS")):
                 continue
-            try:
-                body = record.inflated_body(MAX_BODY_BYTES)
-            except ProducerError as exc:
-                log.error("%s: message at %d has a bad body: %s", broker, record.queue_offset, exc)
-                body = record.body
-            messages.append(received_message(record, broker, body))
+            message = decoded_message(record, broker, MAX_BODY_BYTES, self.options.body_codecs)
+            if message.undecodable is not None:
+                # Consumed as a failure (retried or dead-lettered), never as the message.
+                log.error("%s: %s", self.pq.queue, message.undecodable)
+            messages.append(message)
         added = self.pq.put(messages)
         if added:
             self.consumption.submit(self.pq, added)

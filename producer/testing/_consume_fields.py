@@ -68,10 +68,12 @@ def pending_copy(
 ) -> PendingMessage:
     """``message`` put again under ``topic`` (send-back, a delayed message falling due)."""
     text = encode_properties(props)
+    stored_body = message.body if message.wire_body is None else message.wire_body
     return PendingMessage(
         body=message.body,
+        wire_body=message.wire_body,
         properties=props,
-        size=stored_size(len(message.body), len(topic.encode()), len(text.encode())),
+        size=stored_size(len(stored_body), len(topic.encode()), len(text.encode())),
         born_timestamp=message.born_timestamp,
         sys_flag=message.sys_flag,
         flag=message.flag,
@@ -139,9 +141,9 @@ def queue_query(request: RemotingCommand, store: BrokerStore) -> RemotingCommand
 
 def pulled_record(message: StoredMessage) -> StoreRecord:
     """The commit-log record a pull returns for ``message``."""
-    body = message.body
-    if is_compressed(message.sys_flag):
-        body, _ = compress_body(body, 0)  # the store keeps bodies inflated; re-deflate
+    body = message.body if message.wire_body is None else message.wire_body
+    if message.wire_body is None and is_compressed(message.sys_flag):
+        body, _ = compress_body(body, 0)  # stored inflated by an older path: re-deflate
     return StoreRecord(
         topic=message.topic,
         queue_id=message.queue_id,
@@ -156,6 +158,7 @@ def pulled_record(message: StoredMessage) -> StoreRecord:
         sys_flag=message.sys_flag,
         flag=message.flag,
         reconsume_times=message.reconsume_times,
+        prepared_transaction_offset=message.prepared_transaction_offset,
         body_crc=body_crc(body),
     )
 

@@ -93,11 +93,15 @@ class PendingMessage:
     flag: int = 0
     born_host: str = ""
     reconsume_times: int = 0
+    wire_body: bytes | None = None  # a compressed body as sent (``body`` is inflated)
+    prepared_transaction_offset: int = 0  # a committed transaction's half message
 
 
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
-    """A message as the dev cluster stored it (``body`` is decompressed)."""
+    """A message as the dev cluster stored it. ``body`` is decompressed (the bytes as sent
+    when they do not decode); a compressed body is also kept as sent, in ``wire_body``,
+    and a pull returns those bytes with the sysFlag the producer set."""
 
     topic: str
     queue_id: int
@@ -115,6 +119,8 @@ class StoredMessage:
     born_host: str = ""
     reconsume_times: int = 0
     store_host: str = ""
+    wire_body: bytes | None = None
+    prepared_transaction_offset: int = 0
 
     @property
     def tags(self) -> str | None:
@@ -209,6 +215,8 @@ class BrokerStore:
                 born_host=pending.born_host,
                 reconsume_times=pending.reconsume_times,
                 store_host=self.store_host,
+                wire_body=pending.wire_body,
+                prepared_transaction_offset=pending.prepared_transaction_offset,
             )
             stored.append(message)
             self.commit_log_offset += pending.size

@@ -164,6 +164,10 @@ class DevClusterThread:
             lambda: self.cluster.drop_before(topic, offset, broker=broker, queue_id=queue_id)
         )
 
+    def tick(self) -> None:
+        """:meth:`DevCluster.tick` on the cluster's loop (after moving a fake clock)."""
+        self._query(self.cluster.tick)
+
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         return self._query(lambda: self.cluster.consumer_offsets(broker))
 

@@ -20,6 +20,7 @@ def test_all_names_exist_and_are_documented() -> None:
         "FaultSpecError",
         "StoredMessage",
         "TopicConfig",
+        "TransactionConfig",
         "parse_topics",
     ]
     for name in producer.testing.__all__:
