@@ -25,25 +25,29 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import logging
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+import ssl as ssl_module
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 import anyio
 
 from producer._client.keywords import same_parameters
 from producer._consume.message import ReceivedMessage
 from producer._producer import Producer as AsyncProducer
+from producer._remoting.acl import Credentials
 from producer._remoting.codes import SendStatus
-from producer._remoting.message import Message
+from producer._remoting.message import Message, MessageQueue
 from producer._remoting.transaction import TransactionState
 from producer._send.future import OnException, OnSuccess
 from producer._send.result import SendResult
 from producer._transactions.producer import TransactionProducer as AsyncTransactionProducer
 from producer._transactions.producer import TransactionResult
 from producer._transport.loop_thread import ClosesOnExit, LoopThread
+from producer.consumer import PullConsumer as AsyncPullConsumer
+from producer.consumer._pull_consumer import MAX_PULL_MESSAGES, OffsetReset
 from producer.errors import ProducerClosedError, ProducerError
 
-__all__ = ["Producer", "TransactionProducer"]
+__all__ = ["Producer", "PullConsumer", "TransactionProducer"]
 
 T = TypeVar("T")
 log = logging.getLogger("producer.transactions")
@@ -237,3 +241,106 @@ class TransactionProducer(Producer):
 
     def rollback(self, half: SendResult) -> TransactionResult:
         return self._call(self._tx.rollback(half))
+
+
+class PullConsumer(ClosesOnExit):
+    """The async :class:`producer.consumer.PullConsumer` behind a blocking API, on its own
+    loop thread (as :class:`Producer`); Spark's executors read with it::
+
+        with PullConsumer("my-group", "127.0.0.1:9876") as consumer:
+            consumer.assign(consumer.queues("Orders"))
+            consumer.seek_to_beginning()
+            batches = consumer.getmany(timeout_ms=1000)
+
+    It takes the async consumer's options; :meth:`submit` runs any coroutine function of
+    the async consumer on its loop."""
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str],
+        *,
+        auto_offset_reset: OffsetReset = "latest",
+        offset_out_of_range: Literal["reset", "raise"] = "reset",
+        max_pull_messages: int = MAX_PULL_MESSAGES,
+        request_timeout_ms: float = 5000.0,
+        credentials: Credentials | None = None,
+        ssl: bool | ssl_module.SSLContext | None = None,
+        connect_timeout_ms: float = 3000.0,
+    ) -> None:
+        self._consumer = AsyncPullConsumer(
+            group,
+            list(_addrs(namesrv)),
+            auto_offset_reset=auto_offset_reset,
+            offset_out_of_range=offset_out_of_range,
+            max_pull_messages=max_pull_messages,
+            request_timeout_ms=request_timeout_ms,
+            credentials=credentials,
+            ssl=ssl,
+            connect_timeout_ms=connect_timeout_ms,
+        )
+        self._thread = LoopThread(f"rocketmq-pull-{group}")
+        try:
+            self._call(self._consumer.start())
+        except BaseException:
+            self._thread.stop()
+            raise
+
+    def queues(self, topic: str) -> list[MessageQueue]:
+        return self._call(self._consumer.queues(topic))
+
+    def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
+        self._consumer.assign(list(queues), expression)  # no I/O: safe from any thread
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        self._consumer.seek(queue, offset)
+
+    def seek_to_beginning(self, *queues: MessageQueue) -> None:
+        self._call(self._consumer.seek_to_beginning(*queues))
+
+    def seek_to_end(self, *queues: MessageQueue) -> None:
+        self._call(self._consumer.seek_to_end(*queues))
+
+    def position(self, queue: MessageQueue) -> int:
+        return self._call(self._consumer.position(queue))
+
+    def getmany(
+        self, *queues: MessageQueue, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[MessageQueue, list[ReceivedMessage]]:
+        return self._call(
+            self._consumer.getmany(*queues, timeout_ms=timeout_ms, max_records=max_records)
+        )
+
+    def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
+        self._call(self._consumer.commit(offsets))
+
+    def submit(
+        self, work: Callable[[AsyncPullConsumer], Coroutine[Any, Any, T]]
+    ) -> concurrent.futures.Future[T]:
+        """Run ``work(async_consumer)`` on the consumer's loop; its future at once."""
+        return self._submit(work(self._consumer))
+
+    def close(self) -> None:
+        """Close the connections and stop the loop thread (nothing is committed)."""
+        if not self._thread.is_alive():
+            return
+        try:
+            self._call(self._consumer.aclose())
+        finally:
+            self._thread.stop()
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self._submit(coroutine).result()
+
+    def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        if not self._thread.is_alive():
+            coroutine.close()
+            raise ProducerClosedError(f"blocking pull consumer {self._consumer.group!r} is closed")
+        return self._thread.submit(coroutine)
+
+    def __repr__(self) -> str:
+        return f"blocking.{self._consumer!r}"
+
+
+def _addrs(namesrv: str | Sequence[str]) -> Sequence[str]:
+    return [namesrv] if isinstance(namesrv, str) else namesrv

@@ -47,6 +47,7 @@ __all__ = [
     "NameServerError",
     "NoRouteError",
     "NotInCurrentUnitError",
+    "OffsetOutOfRangeError",
     "ProducerClosedError",
     "ProducerError",
     "RemoteProtocolError",
@@ -295,6 +296,33 @@ class NameServerError(ConnectError):
     protocol on the port, a broker's port): check the ``namesrv`` addresses."""
 
 
+# -- consuming --------------------------------------------------------------------------
+
+
+class OffsetOutOfRangeError(ProducerError):
+    """A consumer asked for an offset its queue no longer has: below the queue's minimum
+    (those messages were deleted before they were read: data loss) or beyond its maximum.
+    ``suggested`` is the offset the broker offered instead; seek there to go on."""
+
+    def __init__(
+        self, queue: str, requested: int, suggested: int, min_offset: int, max_offset: int
+    ) -> None:
+        why = (
+            f"{min_offset - requested} messages were deleted before they were read"
+            if requested < min_offset
+            else "past the end"
+        )
+        super().__init__(
+            f"offset {requested} of {queue} is out of range [{min_offset}, {max_offset}] "
+            f"({why}); the broker suggests {suggested}: seek there to go on"
+        )
+        self.queue = queue
+        self.requested = requested
+        self.suggested = suggested
+        self.min_offset = min_offset
+        self.max_offset = max_offset
+
+
 # -- broker answers ---------------------------------------------------------------------
 
 
@@ -453,11 +481,19 @@ class UndecodableBodyError(ProducerError):
     (install the extra; ``permanent`` is False) or :class:`CorruptBodyError`
     (``permanent``: it is dead-lettered at once)."""
 
-    def __init__(self, msg_id: str, cause: ProducerError) -> None:
-        super().__init__(f"message {msg_id}: body cannot be decoded: {cause.message}")
+    def __init__(
+        self, msg_id: str, cause: ProducerError, *, queue: str = "", offset: int = -1
+    ) -> None:
+        # A pull consumer says where the message is, and how to step over it.
+        where = f" (offset {offset} of {queue}; to skip it, seek that queue to {offset + 1})"
+        super().__init__(
+            f"message {msg_id}: body cannot be decoded: {cause.message}" + (where if queue else "")
+        )
         self.msg_id = msg_id
         self.cause = cause
         self.permanent = not isinstance(cause, CodecUnavailableError)
+        self.queue = queue
+        self.offset = offset
 
 
 class TimedDeliveryUnsupportedError(LocalProtocolError):

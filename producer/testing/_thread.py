@@ -132,6 +132,13 @@ class DevClusterThread(ClosesOnExit):
     def client_ssl_context(self) -> ssl.SSLContext:
         return self.cluster.client_ssl_context()
 
+    def drop_before(
+        self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
+    ) -> dict[tuple[str, int], int]:
+        return self._query(
+            lambda: self.cluster.drop_before(topic, offset, broker=broker, queue_id=queue_id)
+        )
+
     def tick(self) -> None:
         """:meth:`DevCluster.tick` on the cluster's loop (after moving a fake clock)."""
         self._query(self.cluster.tick)
