@@ -464,11 +464,21 @@ class Producer:
         return self._factory.prepare(self._telemetry.carry_context(message), uniq_key)
 
     async def _run(
-        self, job: SendJob, mode: SendMode, timeout_ms: float | None
+        self,
+        job: SendJob,
+        mode: SendMode,
+        timeout_ms: float | None,
+        *,
+        certain_retries_only: bool = False,
     ) -> SendResult | None:
         assert self._sender is not None and self._planner is not None
         budget = self._planner.budget_ms(timeout_ms)
-        plan = self._planner.plan(mode, budget, keyed=job.order_key is not None)
+        plan = self._planner.plan(
+            mode,
+            budget,
+            keyed=job.order_key is not None,
+            certain_retries_only=certain_retries_only,
+        )
         ticket = self._tracker.begin()
         try:
             return await self._sender.run(job, plan)
