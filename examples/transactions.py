@@ -16,9 +16,9 @@ from SQLite alone: the row exists -> COMMIT, else ROLLBACK.
 The brokers and the producers share a clock the demo moves (no checks run while orders
 are placed; then one step past the transaction timeout, and one check round settles
 every half in doubt), so a run takes a second and repeats exactly for one seed.
-A consumer counts the events per order. The last line is the VERDICT: every committed
-row has exactly one event consumed, no order without a row has any. Exit status 0 only
-then.
+A consumer counts the events per order. Then the VERDICT line: every committed row has
+exactly one event consumed, no order without a row has any; ``OK`` and exit status 0
+only then.
 """
 
 from __future__ import annotations
@@ -316,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ok, report = anyio.run(run_demo, args.orders, args.seed, backend="asyncio")
     for line in report.lines[:-1] + summary(report) + report.lines[-1:]:
         print(line)
+    if ok:  # the examples' convention (tests/test_examples.py): a run that ends well says OK
+        print("OK")
     return 0 if ok else 1
 
 
