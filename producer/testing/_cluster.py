@@ -438,6 +438,16 @@ class DevCluster:
                 moved[(name, queue)] = store.drop_before(topic, queue, offset)
         return moved
 
+    def open_transactions(self) -> set[str]:
+        """UNIQ_KEYs of half messages in doubt on any broker: neither committed nor rolled
+        back, nor dropped after the maximum number of checks (the checks ask about these)."""
+        return {
+            key
+            for handler in self._handlers.values()
+            if isinstance(handler, Broker)
+            for key in handler.transactions.open_keys()
+        }
+
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""
         return self._broker(broker).consume.offsets.snapshot()
