@@ -1,10 +1,12 @@
-"""LZ4 and zstd bodies from a 5.x Java producer, end to end on the dev cluster: decoded for
-the listener; a body that does not decode is never handed to it, and its offset moves on
-only once the message went the retry/DLQ way (README, *Consuming*)."""
+"""Compressed bodies from Java producers (zlib as 4.x and 5.x flag it, LZ4 and zstd from
+5.x), end to end on the dev cluster playing either broker version: stored as sent, decoded
+for the listener; a body that does not decode is never handed to it, and its offset moves
+on only once the message went the retry/DLQ way (README, *Consuming*)."""
 
 from __future__ import annotations
 
 import socket
+import zlib
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -29,9 +31,24 @@ from tests.testing.rawclient import make_request, send_fields, split_addr
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def cluster() -> Iterator[DevClusterThread]:
-    with DevClusterThread(brokers=1, topics={"Orders": 1}, delay_levels=FAST_LEVELS) as c:
+ZLIB_CONTENT = LZ4_CONTENT
+ZLIB_BODY = zlib.compress(ZLIB_CONTENT, 5)  # java.util.zip.Deflater at compressLevel 5
+SYS_FLAG_ZLIB_4X = 0x1  # a 4.x producer: compressed, type bits 0
+SYS_FLAG_ZLIB_5X = 0x1 | 0x300  # 769: 5.x names zlib's type
+SENT = {  # UNIQ_KEY -> (body as the producer sends it, its sysFlag, the original)
+    "ZLIB4": (ZLIB_BODY, SYS_FLAG_ZLIB_4X, ZLIB_CONTENT),
+    "ZLIB5": (ZLIB_BODY, SYS_FLAG_ZLIB_5X, ZLIB_CONTENT),
+    "LZ4": (LZ4_BODY, SYS_FLAG_LZ4, LZ4_CONTENT),
+    "ZSTD": (ZSTD_BODY, SYS_FLAG_ZSTD, ZSTD_CONTENT),
+}
+
+
+@pytest.fixture(params=["4.9.4", "5.x"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[DevClusterThread]:
+    """The rules hold whichever version the broker plays: neither looks inside a body."""
+    with DevClusterThread(
+        brokers=1, topics={"Orders": 1}, delay_levels=FAST_LEVELS, broker_version=request.param
+    ) as c:
         yield c
 
 
@@ -73,30 +90,36 @@ def committed(cluster: DevClusterThread) -> int:
     return cluster.consumer_offsets("broker-a").get("Orders@cg", {}).get(0, 0)
 
 
-async def test_lz4_and_zstd_bodies_arrive_decoded(cluster: DevClusterThread) -> None:
-    java_send(cluster, "LZ4", LZ4_BODY, SYS_FLAG_LZ4)
-    java_send(cluster, "ZSTD", ZSTD_BODY, SYS_FLAG_ZSTD)
-    (stored_lz4, _) = cluster.messages("Orders")  # stored as sent
-    assert (stored_lz4.wire_body, stored_lz4.sys_flag) == (LZ4_BODY, 257)
-    seen = Seen()
-    async with consumer(cluster, seen, consume_batch_size=2):
-        await until(lambda: len(seen.bodies) == 2 and committed(cluster) == 2)
-    assert seen.bodies == {"LZ4": LZ4_CONTENT, "ZSTD": ZSTD_CONTENT}
-
-
-async def test_a_corrupt_lz4_body_is_dead_lettered_never_consumed(
+async def test_zlib_lz4_and_zstd_bodies_are_stored_as_sent_and_arrive_decoded(
     cluster: DevClusterThread,
 ) -> None:
-    corrupt = LZ4_BODY[:-4]  # no end mark: a truncated frame
-    java_send(cluster, "BAD", corrupt, SYS_FLAG_LZ4)
+    for key, (body, flag, _) in SENT.items():
+        java_send(cluster, key, body, flag)
+    stored = {m.uniq_key: (m.wire_body, m.sys_flag) for m in cluster.messages("Orders")}
+    assert stored == {key: (body, flag) for key, (body, flag, _) in SENT.items()}
+    seen = Seen()
+    async with consumer(cluster, seen, consume_batch_size=4):
+        await until(lambda: len(seen.bodies) == 4 and committed(cluster) == 4)
+    assert seen.bodies == {key: content for key, (_, _, content) in SENT.items()}
+
+
+async def test_corrupt_bodies_are_dead_lettered_never_consumed(
+    cluster: DevClusterThread,
+) -> None:
+    corrupt = {  # no end mark: truncated frames / streams
+        "BAD_LZ4": (LZ4_BODY[:-4], SYS_FLAG_LZ4),
+        "BAD_ZLIB": (ZLIB_BODY[:-4], SYS_FLAG_ZLIB_4X),
+    }
+    for key, (body, flag) in corrupt.items():
+        java_send(cluster, key, body, flag)
     java_send(cluster, "GOOD", LZ4_BODY, SYS_FLAG_LZ4)
     seen = Seen()
     async with consumer(cluster, seen, consume_batch_size=8):
-        await until(lambda: committed(cluster) == 2 and bool(cluster.messages("%DLQ%cg")))
-    assert seen.bodies == {"GOOD": LZ4_CONTENT}  # the corrupt one never reached it
-    (dead,) = cluster.messages("%DLQ%cg")  # at once: no retry can mend a corrupt frame
-    assert (dead.uniq_key, dead.reconsume_times) == ("BAD", 1)
-    assert (dead.wire_body, dead.sys_flag) == (corrupt, SYS_FLAG_LZ4)  # kept as stored
+        await until(lambda: committed(cluster) == 3 and len(cluster.messages("%DLQ%cg")) == 2)
+    assert seen.bodies == {"GOOD": LZ4_CONTENT}  # the corrupt ones never reached it
+    dead = cluster.messages("%DLQ%cg")  # at once: no retry can mend a corrupt frame
+    assert {m.uniq_key: m.reconsume_times for m in dead} == {"BAD_LZ4": 1, "BAD_ZLIB": 1}
+    assert {m.uniq_key: (m.wire_body, m.sys_flag) for m in dead} == corrupt  # kept as stored
     assert not cluster.messages("%RETRY%cg")
 
 
