@@ -50,8 +50,8 @@ async def on_5x(delay_ms: int) -> list[str]:
         async with consumer, Producer("demo", cluster.namesrv_addr) as producer:
             async with anyio.create_task_group() as tg:
                 for i in range(10):
-                    extra = {"delay_ms": delay_ms} if i == 5 else {}
-                    tg.start_soon(producer.send, Message("Orders", b"order %d" % i, **extra))
+                    delay = delay_ms if i == 5 else None
+                    tg.start_soon(producer.send, Message("Orders", b"order %d" % i, delay_ms=delay))
             with anyio.move_on_after(10 + delay_ms / 1000):
                 await everything.wait()
     if len(arrivals) != 10 or [m.body for m in timed] != [b"order 5"]:
