@@ -10,12 +10,14 @@ import zlib
 from collections.abc import Iterator
 from types import ModuleType
 
+import anyio
 import pytest
 
 from producer._remoting.codecs import BodyCodecs
 from producer._remoting.codes import RequestCode
 from producer._remoting.frame import decode_frame, encode_frame
-from producer.consumer import ConsumeStatus, ReceivedMessage
+from producer.consumer import ConsumeRetryPolicy, ConsumeStatus, ReceivedMessage
+from producer.errors import UndecodableBodyError
 from producer.testing import DevClusterThread
 from tests.consumer.test_push_consumer import FAST_LEVELS, consumer, until
 from tests.protocol.java5_vectors import (
@@ -136,3 +138,69 @@ async def test_without_lz4_an_lz4_body_is_retried_then_dead_lettered(
     (dead,) = cluster.messages("%DLQ%cg")
     assert (dead.wire_body, dead.sys_flag) == (LZ4_BODY, SYS_FLAG_LZ4)
     assert committed(cluster) == 1
+
+
+ORDERLY = {"orderly": True, "suspend_current_queue_time_ms": 10}
+
+
+def refusals(caplog: pytest.LogCaptureFixture) -> int:
+    """Deliveries refused for an undecodable body (each logged at ERROR)."""
+    return sum("not consumed" in r.getMessage() for r in caplog.records)
+
+
+async def test_orderly_dead_letters_corrupt_at_once_and_a_missing_codec_at_its_maximum(
+    cluster: DevClusterThread, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As any orderly failure (docs/consuming.md 2.9): retried in place, the queue held,
+    until ``max_reconsume_times``; a corrupt body at once, as concurrently."""
+    java_send(cluster, "BAD", ZLIB_BODY[:-4], SYS_FLAG_ZLIB_4X)  # corrupt, and known so
+    java_send(cluster, "LZ4", LZ4_BODY, SYS_FLAG_LZ4)
+    java_send(cluster, "NEXT", ZLIB_BODY, SYS_FLAG_ZLIB_4X)
+    refused_before_next: list[int] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        refused_before_next.append(refusals(caplog))
+        return ConsumeStatus.SUCCESS
+
+    options = {**ORDERLY, "body_codecs": without_lz4(), "max_reconsume_times": 2}
+    async with consumer(cluster, listener, **options):
+        await until(lambda: committed(cluster) == 3)
+    await until(lambda: len(cluster.messages("%DLQ%cg")) == 2)  # after DELAY = 3 + count
+    assert refused_before_next == [1 + 3]  # BAD once; LZ4 delivered, then retried twice
+    dead = {m.uniq_key: m for m in cluster.messages("%DLQ%cg")}
+    assert {key: m.reconsume_times for key, m in dead.items()} == {"BAD": 0, "LZ4": 2}
+    assert (dead["LZ4"].wire_body, dead["LZ4"].sys_flag) == (LZ4_BODY, SYS_FLAG_LZ4)
+
+
+async def test_orderly_holds_the_queue_by_default_until_a_consumer_with_the_codec(
+    cluster: DevClusterThread, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Orderly's maximum is unbounded by default (Java's Integer.MAX_VALUE): the message
+    and those after it wait, in order, for a consumer that can read it."""
+    java_send(cluster, "LZ4", LZ4_BODY, SYS_FLAG_LZ4)
+    java_send(cluster, "NEXT", ZLIB_BODY, SYS_FLAG_ZLIB_4X)
+    seen = Seen()
+    patient = {"close_timeout_ms": 60_000.0}  # waiting for the retries would take a minute
+    with anyio.fail_after(10):  # closing does not wait for the held queue's next retry
+        async with consumer(cluster, seen, **ORDERLY, **patient, body_codecs=without_lz4()):
+            await until(lambda: refusals(caplog) >= 5)
+    assert seen.bodies == {} and committed(cluster) == 0
+    assert not cluster.messages("%DLQ%cg") and not cluster.messages("%RETRY%cg")
+    async with consumer(cluster, seen, **ORDERLY):  # redeployed with [compression]
+        await until(lambda: committed(cluster) == 2)
+    assert list(seen.bodies.items()) == [("LZ4", LZ4_CONTENT), ("NEXT", ZLIB_CONTENT)]
+
+
+@pytest.mark.parametrize("orderly", [False, True])
+async def test_dead_letter_on_undecodable_sends_a_missing_codec_to_the_dlq_at_once(
+    cluster: DevClusterThread, caplog: pytest.LogCaptureFixture, orderly: bool
+) -> None:
+    """The README's way out of a blocked orderly queue, the same for concurrent."""
+    java_send(cluster, "LZ4", LZ4_BODY, SYS_FLAG_LZ4)
+    policy = ConsumeRetryPolicy(dead_letter_on=(UndecodableBodyError,))
+    options = {**ORDERLY, "orderly": orderly, "retry_policy": policy}
+    async with consumer(cluster, Seen(), body_codecs=without_lz4(), **options):
+        await until(lambda: bool(cluster.messages("%DLQ%cg")) and committed(cluster) == 1)
+    assert refusals(caplog) == 1 and not cluster.messages("%RETRY%cg")
+    (dead,) = cluster.messages("%DLQ%cg")
+    assert (dead.uniq_key, dead.wire_body, dead.sys_flag) == ("LZ4", LZ4_BODY, SYS_FLAG_LZ4)
