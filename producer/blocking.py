@@ -15,7 +15,8 @@ in a daemon thread, and waits for it. Every method may be called from any thread
             return await asyncio.gather(*(producer.send(m) for m in messages))
         results = p.submit(many).result()
 
-It takes the same keyword options as the async producer.
+It takes the same keyword options as the async producer (the same names, types and
+defaults).
 """
 
 from __future__ import annotations
@@ -24,22 +25,23 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import logging
-import threading
 from collections.abc import Callable, Coroutine, Sequence
-from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio
 
+from producer._client.keywords import same_parameters
 from producer._consume.message import ReceivedMessage
 from producer._producer import Producer as AsyncProducer
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message
 from producer._remoting.transaction import TransactionState
+from producer._send.future import OnException, OnSuccess
 from producer._send.result import SendResult
 from producer._transactions.producer import TransactionProducer as AsyncTransactionProducer
 from producer._transactions.producer import TransactionResult
-from producer.errors import ProducerClosedError
+from producer._transport.loop_thread import ClosesOnExit, LoopThread
+from producer.errors import ProducerClosedError, ProducerError
 
 __all__ = ["Producer", "TransactionProducer"]
 
@@ -47,31 +49,31 @@ T = TypeVar("T")
 log = logging.getLogger("producer.transactions")
 
 
-class Producer:
+class Producer(ClosesOnExit):
     """The async producer behind a blocking API, on its own loop thread."""
 
+    # The async producer's parameters, one for one (the type checker, help() and IDEs see
+    # them; each option's default is written once, in ProducerOptions).
+    @same_parameters(AsyncProducer.__init__)
     def __init__(self, group: str, namesrv: str | Sequence[str], **options: Any) -> None:
         # Built here, in the caller's thread, so bad options raise here; started on the loop.
         self._producer = AsyncProducer(group, namesrv, **options)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name=f"rocketmq-producer-{group}", daemon=True
-        )
-        self._thread.start()
+        self._thread = LoopThread(f"rocketmq-producer-{group}")
         self._closing: asyncio.Event | None = None
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
         # One task owns the producer from start to close: its task group insists on that.
-        self._life = asyncio.run_coroutine_threadsafe(self._live(started), self._loop)
+        self._life = self._thread.submit(self._live(started))
         try:
             started.result()
         except BaseException:
-            self._stop_loop()
+            self._thread.stop()
             raise
 
     async def _live(self, started: concurrent.futures.Future[None]) -> None:
         self._closing = asyncio.Event()
+        owner = self._owner()
         try:
-            await self._producer.start()
+            await owner.start()
         except BaseException as exc:
             started.set_exception(exc)
             return
@@ -79,7 +81,11 @@ class Producer:
         try:
             await self._closing.wait()
         finally:
-            await self._producer.aclose()
+            await owner.aclose()
+
+    def _owner(self) -> AsyncProducer | AsyncTransactionProducer:
+        """What this facade starts and closes on its loop (a subclass wraps the producer)."""
+        return self._producer
 
     @property
     def group(self) -> str:
@@ -99,19 +105,37 @@ class Producer:
         self._call(self._producer.send_oneway(message, timeout_ms=timeout_ms))
 
     def send_async(
-        self, message: Message, *, timeout_ms: float | None = None
+        self,
+        message: Message,
+        on_success: OnSuccess | None = None,
+        on_exception: OnException | None = None,
+        *,
+        timeout_ms: float | None = None,
     ) -> concurrent.futures.Future[SendResult]:
-        """Start a send and return at once; a bad message raises here, like ``send``."""
+        """Start a send and return at once; a bad message raises here, like ``send``.
+
+        As with the async producer, exactly one callback runs, exactly once, before the
+        future resolves; they run on the producer's loop thread, so they must not call
+        this blocking producer (that raises ``RuntimeError``)."""
         result: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
         result.set_running_or_notify_cancel()
 
+        def succeeded(value: SendResult) -> None:
+            try:
+                if on_success is not None:
+                    on_success(value)
+            finally:  # a callback that raises is logged by the producer (A6)
+                result.set_result(value)
+
+        def failed(error: ProducerError) -> None:
+            try:
+                if on_exception is not None:
+                    on_exception(error)
+            finally:
+                result.set_exception(error)
+
         async def start() -> None:
-            self._producer.send_async(
-                message,
-                on_success=result.set_result,
-                on_exception=result.set_exception,
-                timeout_ms=timeout_ms,
-            )
+            self._producer.send_async(message, succeeded, failed, timeout_ms=timeout_ms)
 
         self._call(start())
         return result
@@ -135,21 +159,10 @@ class Producer:
             return
         try:
             assert self._closing is not None
-            self._loop.call_soon_threadsafe(self._closing.set)
+            self._thread.call_soon(self._closing.set)
             self._life.result()
         finally:
-            self._stop_loop()
-
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+            self._thread.stop()
 
     def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self._submit(coroutine).result()
@@ -158,15 +171,10 @@ class Producer:
         if not self._thread.is_alive():
             coroutine.close()
             raise ProducerClosedError(f"blocking producer {self.group!r} is closed")
-        if threading.current_thread() is self._thread:
+        if self._thread.is_current():
             coroutine.close()
             raise RuntimeError("blocking Producer called from its own loop thread (a callback?)")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        return self._thread.submit(coroutine)
 
     def __repr__(self) -> str:
         return f"blocking.{self._producer!r}"
@@ -196,22 +204,12 @@ class TransactionProducer(Producer):
         self._tx_settings = (threaded_check, check_timeout_ms, tuple(topics))
         super().__init__(group, namesrv, **options)
 
-    async def _live(self, started: concurrent.futures.Future[None]) -> None:
+    def _owner(self) -> AsyncTransactionProducer:
         check, timeout_ms, topics = self._tx_settings
         self._tx = AsyncTransactionProducer(
             self._producer, check=check, check_timeout_ms=timeout_ms, topics=topics
         )
-        self._closing = asyncio.Event()
-        try:
-            await self._tx.start()
-        except BaseException as exc:
-            started.set_exception(exc)
-            return
-        started.set_result(None)
-        try:
-            await self._closing.wait()
-        finally:
-            await self._tx.aclose()
+        return self._tx
 
     def send_in_transaction(
         self,

@@ -20,7 +20,7 @@ from typing import ClassVar, TypeVar
 
 import msgspec
 
-from producer._remoting.codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
+from producer._response_codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
 
 __all__ = [
     "AclError",
@@ -191,8 +191,10 @@ class MessageTypeError(MessageValidationError, TypeError):
     """A message field has the wrong type (e.g. a ``str`` body); nothing was sent."""
 
 
-class InvalidOptionError(LocalProtocolError, ValueError):
-    """A constructor argument or option is invalid (names the option and the bad value)."""
+class InvalidOptionError(LocalProtocolError, ValueError, TypeError):
+    """A constructor argument or option is invalid (names the option and the bad value),
+    or unknown (names the nearest option there is): a ``TypeError`` too, as Python's own
+    error for an unexpected keyword is."""
 
 
 class ProducerClosedError(LocalProtocolError):
@@ -301,7 +303,7 @@ class BrokerError(ProducerError):
 
     ``BrokerError.for_code(code, remark)`` picks the subclass for the code. Each class's
     ``code_name`` and ``retriable`` come from the one code table
-    (:class:`producer._remoting.codes.ResponseCode`): ``retriable`` says whether the
+    (:class:`producer._response_codes.ResponseCode`): ``retriable`` says whether the
     default :class:`~producer.RetryPolicy` retries the code (throttling codes after a
     back-off); the policy in use has the final word.
     """
