@@ -5,6 +5,7 @@ on only once the message went the retry/DLQ way (README, *Consuming*)."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import zlib
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import pytest
 from producer._remoting.codecs import BodyCodecs
 from producer._remoting.codes import RequestCode
 from producer._remoting.frame import decode_frame, encode_frame
-from producer.consumer import ConsumeRetryPolicy, ConsumeStatus, ReceivedMessage
+from producer.consumer import ConsumeRetryPolicy, ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.errors import UndecodableBodyError
 from producer.testing import DevClusterThread
 from tests.consumer.test_push_consumer import FAST_LEVELS, consumer, until
@@ -78,6 +79,16 @@ def without_lz4() -> BodyCodecs:
     return BodyCodecs(import_module)
 
 
+def without_lz4_consumer(
+    cluster: DevClusterThread, listener: object, **options: object
+) -> PushConsumer:
+    """A consumer reading as an install without lz4 would: ``body_codecs`` is a seam of
+    its options, not a constructor option, so it is set before the consumer starts."""
+    c = consumer(cluster, listener, **options)
+    c.options = dataclasses.replace(c.options, body_codecs=without_lz4())
+    return c
+
+
 class Seen:
     def __init__(self) -> None:
         self.bodies: dict[str, bytes] = {}
@@ -130,8 +141,7 @@ async def test_without_lz4_an_lz4_body_is_retried_then_dead_lettered(
 ) -> None:
     java_send(cluster, "LZ4", LZ4_BODY, SYS_FLAG_LZ4)
     seen = Seen()
-    options = {"body_codecs": without_lz4(), "max_reconsume_times": 1}
-    async with consumer(cluster, seen, **options):
+    async with without_lz4_consumer(cluster, seen, max_reconsume_times=1):
         await until(lambda: bool(cluster.messages("%DLQ%cg")))
     assert seen.bodies == {}  # never the raw LZ4 bytes as if they were the message
     assert [m.uniq_key for m in cluster.messages("%RETRY%cg")] == ["LZ4"]  # retried first
@@ -162,8 +172,7 @@ async def test_orderly_dead_letters_corrupt_at_once_and_a_missing_codec_at_its_m
         refused_before_next.append(refusals(caplog))
         return ConsumeStatus.SUCCESS
 
-    options = {**ORDERLY, "body_codecs": without_lz4(), "max_reconsume_times": 2}
-    async with consumer(cluster, listener, **options):
+    async with without_lz4_consumer(cluster, listener, **ORDERLY, max_reconsume_times=2):
         await until(lambda: committed(cluster) == 3)
     await until(lambda: len(cluster.messages("%DLQ%cg")) == 2)  # after DELAY = 3 + count
     assert refused_before_next == [1 + 3]  # BAD once; LZ4 delivered, then retried twice
@@ -182,7 +191,7 @@ async def test_orderly_holds_the_queue_by_default_until_a_consumer_with_the_code
     seen = Seen()
     patient = {"close_timeout_ms": 60_000.0}  # waiting for the retries would take a minute
     with anyio.fail_after(10):  # closing does not wait for the held queue's next retry
-        async with consumer(cluster, seen, **ORDERLY, **patient, body_codecs=without_lz4()):
+        async with without_lz4_consumer(cluster, seen, **ORDERLY, **patient):
             await until(lambda: refusals(caplog) >= 5)
     assert seen.bodies == {} and committed(cluster) == 0
     assert not cluster.messages("%DLQ%cg") and not cluster.messages("%RETRY%cg")
@@ -199,7 +208,7 @@ async def test_dead_letter_on_undecodable_sends_a_missing_codec_to_the_dlq_at_on
     java_send(cluster, "LZ4", LZ4_BODY, SYS_FLAG_LZ4)
     policy = ConsumeRetryPolicy(dead_letter_on=(UndecodableBodyError,))
     options = {**ORDERLY, "orderly": orderly, "retry_policy": policy}
-    async with consumer(cluster, Seen(), body_codecs=without_lz4(), **options):
+    async with without_lz4_consumer(cluster, Seen(), **options):
         await until(lambda: bool(cluster.messages("%DLQ%cg")) and committed(cluster) == 1)
     assert refusals(caplog) == 1 and not cluster.messages("%RETRY%cg")
     (dead,) = cluster.messages("%DLQ%cg")
