@@ -1,26 +1,34 @@
-"""The message a listener receives (Java's ``MessageExt``), built from a pulled record."""
+"""The message a listener receives (Java's ``MessageExt``), and :func:`decode_pulled`, which
+builds them straight from a pull's records."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from producer._remoting.message import MessageQueue
-from producer._remoting.message_codec import make_offset_msg_id
+from producer._remoting.message_codec import (
+    COMPRESSED_FLAG,
+    decompress_body,
+    make_offset_msg_id,
+)
 from producer._remoting.properties import (
     KEYS,
     RETRY_TOPIC,
     TAGS,
     UNIQ_KEY,
+    decode_properties,
     split_keys,
 )
 from producer._remoting.retry_topics import RETRY_PREFIX
-from producer._remoting.store_record import StoreRecord
+from producer._remoting.store_record import decode_with
+from producer.errors import ProducerError
 
-__all__ = ["ReceivedMessage", "received_message"]
+__all__ = ["ReceivedMessage", "decode_pulled"]
+
+log = logging.getLogger("producer.consumer")
 
 
-@dataclass(slots=True, eq=False)
 class ReceivedMessage:
     """A consumed message.
 
@@ -29,25 +37,91 @@ class ReceivedMessage:
     the queue it was actually pulled from. ``msg_id`` is the ``UNIQ_KEY`` (stable across
     retries and the DLQ: the key to de-duplicate by); ``offset_msg_id`` is this copy's
     broker id. ``reconsume_times`` counts earlier failed deliveries (0 the first time).
+
+    Most listeners read the body only, so what is rarely read is worked out on the first
+    read: ``properties`` may be given as their wire text, ``msg_id`` and
+    ``offset_msg_id`` as ``""`` (the ``UNIQ_KEY``, else the offset id; the offset id from
+    the store host and commit-log offset).
     """
 
-    topic: str
-    body: bytes
-    properties: Mapping[str, str]
-    msg_id: str
-    offset_msg_id: str
-    queue: MessageQueue
-    queue_offset: int
-    commit_log_offset: int
-    reconsume_times: int
-    born_timestamp: int
-    store_timestamp: int
-    born_host: str
-    store_host: str
-    flag: int = 0
-    sys_flag: int = 0
-    body_crc: int = 0
-    consume_start_ms: float = field(default=0.0, repr=False)
+    __slots__ = (
+        "_msg_id",
+        "_offset_msg_id",
+        "_properties",
+        "body",
+        "body_crc",
+        "born_host",
+        "born_timestamp",
+        "commit_log_offset",
+        "consume_start_ms",
+        "flag",
+        "queue",
+        "queue_offset",
+        "reconsume_times",
+        "store_host",
+        "store_timestamp",
+        "sys_flag",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        properties: Mapping[str, str] | str,
+        msg_id: str,
+        offset_msg_id: str,
+        queue: MessageQueue,
+        queue_offset: int,
+        commit_log_offset: int,
+        reconsume_times: int,
+        born_timestamp: int,
+        store_timestamp: int,
+        born_host: str,
+        store_host: str,
+        flag: int = 0,
+        sys_flag: int = 0,
+        body_crc: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self._properties = properties
+        self._msg_id = msg_id
+        self._offset_msg_id = offset_msg_id
+        self.queue = queue
+        self.queue_offset = queue_offset
+        self.commit_log_offset = commit_log_offset
+        self.reconsume_times = reconsume_times
+        self.born_timestamp = born_timestamp
+        self.store_timestamp = store_timestamp
+        self.born_host = born_host
+        self.store_host = store_host
+        self.flag = flag
+        self.sys_flag = sys_flag
+        self.body_crc = body_crc
+        self.consume_start_ms = 0.0
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        props = self._properties
+        if isinstance(props, str):
+            props = self._properties = decode_properties(props)
+        return props
+
+    @property
+    def msg_id(self) -> str:
+        if not self._msg_id:
+            self._msg_id = self.properties.get(UNIQ_KEY) or self.offset_msg_id
+        return self._msg_id
+
+    @property
+    def offset_msg_id(self) -> str:
+        if not self._offset_msg_id:
+            host, _, port = self.store_host.rpartition(":")
+            self._offset_msg_id = make_offset_msg_id(
+                host.strip("[]"), int(port), self.commit_log_offset
+            )
+        return self._offset_msg_id
 
     @property
     def tags(self) -> str | None:
@@ -65,29 +139,53 @@ class ReceivedMessage:
         )
 
 
-def received_message(record: StoreRecord, broker_name: str, body: bytes) -> ReceivedMessage:
-    """The listener's view of ``record`` pulled from ``broker_name`` (``body`` inflated)."""
-    host, _, port = record.store_host.rpartition(":")
-    offset_id = make_offset_msg_id(host.strip("[]"), int(port), record.commit_log_offset)
-    properties = record.properties
-    topic = record.topic
-    if topic.startswith(RETRY_PREFIX):
-        topic = properties.get(RETRY_TOPIC, topic)
-    return ReceivedMessage(
-        topic=topic,
-        body=body,
-        properties=properties,
-        msg_id=properties.get(UNIQ_KEY) or offset_id,
-        offset_msg_id=offset_id,
-        queue=MessageQueue(record.topic, broker_name, record.queue_id),
-        queue_offset=record.queue_offset,
-        commit_log_offset=record.commit_log_offset,
-        reconsume_times=record.reconsume_times,
-        born_timestamp=record.born_timestamp,
-        store_timestamp=record.store_timestamp,
-        born_host=record.born_host,
-        store_host=record.store_host,
-        flag=record.flag,
-        sys_flag=record.sys_flag,
-        body_crc=record.body_crc,
-    )
+def decode_pulled(
+    data: bytes | bytearray | memoryview, broker_name: str, *, max_body_bytes: int | None = None
+) -> list[ReceivedMessage]:
+    """The messages of a PULL_MESSAGE body from ``broker_name``, in order; a bad record
+    raises :class:`~producer.errors.RemoteProtocolError`.
+
+    Compressed bodies are inflated (to at most ``max_body_bytes``); one that does not
+    inflate is logged and keeps its stored bytes. Properties are parsed on first read.
+    """
+    queue: MessageQueue | None = None  # a pull's records are all of one queue
+
+    def build(
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        commit_log_offset: int,
+        body: bytes,
+        properties: str,
+        born_timestamp: int,
+        born_host: str,
+        store_timestamp: int,
+        store_host: str,
+        sys_flag: int,
+        flag: int,
+        reconsume_times: int,
+        _prepared: int,
+        body_crc: int,
+    ) -> ReceivedMessage:
+        nonlocal queue
+        if queue is None or queue.queue_id != queue_id or queue.topic != topic:
+            queue = MessageQueue(topic, broker_name, queue_id)
+        message = ReceivedMessage(
+            topic, body, properties, "", "", queue, queue_offset, commit_log_offset,
+            reconsume_times, born_timestamp, store_timestamp, born_host, store_host,
+            flag, sys_flag, body_crc,
+        )  # fmt: skip
+        if sys_flag & COMPRESSED_FLAG:
+            _inflate(message, max_body_bytes)
+        if topic.startswith(RETRY_PREFIX):
+            message.topic = message.properties.get(RETRY_TOPIC, topic)
+        return message
+
+    return decode_with(data, build)
+
+
+def _inflate(message: ReceivedMessage, max_size: int | None) -> None:
+    try:
+        message.body = decompress_body(message.body, message.sys_flag, max_size=max_size)
+    except ProducerError as exc:
+        log.error("%s: message at %d has a bad body: %s", message.queue, message.queue_offset, exc)

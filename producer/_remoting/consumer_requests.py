@@ -249,11 +249,19 @@ _PULL_STATUS = {
 
 @dataclass(frozen=True, slots=True)
 class PullResult:
+    """``body``: the records as they came (empty unless FOUND); a consumer decodes them
+    into messages (``producer._consume.message.decode_pulled``), ``records`` into
+    :class:`StoreRecord`."""
+
     status: PullStatus
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    records: list[StoreRecord]
+    body: bytes
+
+    @property
+    def records(self) -> list[StoreRecord]:
+        return decode_records(self.body)
 
 
 def parse_pull_response(response: RemotingCommand) -> PullResult:
@@ -262,13 +270,12 @@ def parse_pull_response(response: RemotingCommand) -> PullResult:
     if status is None:
         raise BrokerError.for_code(response.code, response.remark)
     fields = response.ext_fields or {}
-    records = decode_records(response.body) if status is PullStatus.FOUND else []
     return PullResult(
         status,
         parse_int(fields, "nextBeginOffset", wide=True),
         parse_int(fields, "minOffset", wide=True),
         parse_int(fields, "maxOffset", wide=True),
-        records,
+        (response.body or b"") if status is PullStatus.FOUND else b"",
     )
 
 
