@@ -106,6 +106,11 @@ class ListenerCall:
     def is_async(self) -> bool:
         return self._is_async
 
+    @property
+    def guarded(self) -> bool:
+        """An idempotency guard holds back what was consumed successfully."""
+        return self._guard is not None
+
     def run_length(self) -> int:
         """How many calls the next run makes: about ``RUN_BUDGET_S`` of listener time as
         judged by the last run (a call that blocks holds up the rest of its run, a few

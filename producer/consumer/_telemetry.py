@@ -138,7 +138,7 @@ class ConsumerTelemetry:
             span.set_status(Status(StatusCode.ERROR, status))
 
     def count(self, topic: str, outcome: str, messages: int) -> None:
-        if messages:
+        if messages and self.metering:  # the API's no-op counter still costs its attributes
             self._messages.add(messages, {"messaging.destination.name": topic, "outcome": outcome})
 
     def sent_back(self, topic: str) -> None:
