@@ -171,7 +171,8 @@ class ListenerCall:
         """An async listener's call, by a caller that holds a slot while nothing traces,
         run up to its first suspension: its verdict if it finished without suspending (the
         caller goes on without yielding to the event loop), else the rest of the call for
-        the caller to await (it settles what it holds first: it is about to wait)."""
+        the caller to await (it settles what it holds first: it is about to wait) in the
+        cancel scope it called this in (trio ties a call's scopes to its task's stack)."""
         for message in batch:
             message.consume_start_ms = now_ms
         started = time.perf_counter()
