@@ -25,6 +25,7 @@ Listener = Callable[..., Any]
 Call = tuple[list[ReceivedMessage], "ConsumeContext"]  # one listener call's arguments
 RUN_MAX = 64  # listener calls of one run (one thread hop, one settlement), at most ...
 RUN_BUDGET_S = 0.002  # ... and about this much listener time (one call: unknown)
+ORDERLY_RUN_S = 0.1  # an orderly run's calls stop after this long (a call blocked)
 SUCCESS = ConsumeStatus.SUCCESS
 
 
@@ -149,16 +150,16 @@ class ListenerCall:
         return verdict
 
     async def run_plain(
-        self, calls: list[Call], now_ms: float, *, stop_on_failure: bool = False
+        self, calls: list[Call], now_ms: float, *, orderly: bool = False
     ) -> list[Verdict]:
         """A plain listener called once per ``calls`` entry, all in one worker-thread hop
         (the caller holds a slot, and nothing traces: each call would need its span).
-        ``stop_on_failure`` (orderly): no call after the first that does not succeed, so
-        the verdicts may be fewer than the calls."""
+        ``orderly``: no call after the first that does not succeed, nor once the run has
+        taken ``ORDERLY_RUN_S``, so the verdicts may be fewer than the calls."""
         for batch, _ in calls:
             for message in batch:
                 message.consume_start_ms = now_ms
-        outcomes = await anyio.to_thread.run_sync(self._call_each, calls, stop_on_failure)
+        outcomes = await anyio.to_thread.run_sync(self._call_each, calls, orderly)
         self.call_s = sum(seconds for _, seconds in outcomes) / len(outcomes)
         if self.telemetry.metering:  # the duration histogram: one sample per call
             for (batch, context), (verdict, seconds) in zip(calls, outcomes, strict=False):
@@ -233,11 +234,14 @@ class ListenerCall:
         topic = batch[0].topic if batch else context.queue.topic
         self.telemetry.processed(span, topic, verdict.status.value, seconds, len(batch))
 
-    def _call_each(self, calls: list[Call], stop_on_failure: bool) -> list[tuple[Verdict, float]]:
+    def _call_each(self, calls: list[Call], orderly: bool) -> list[tuple[Verdict, float]]:
         """In a worker thread: each call's verdict (an exception raised is a failure, one
         returned is not a ConsumeStatus) and time."""
         outcomes: list[tuple[Verdict, float]] = []
+        stop_at = time.perf_counter() + ORDERLY_RUN_S
         for batch, context in calls:
+            if orderly and outcomes and time.perf_counter() > stop_at:
+                break
             started = time.perf_counter()
             try:
                 result = self._listener(*((batch, context) if self._with_context else (batch,)))
@@ -247,7 +251,7 @@ class ListenerCall:
             else:
                 verdict = _verdict(result)
             outcomes.append((verdict, time.perf_counter() - started))
-            if stop_on_failure and verdict.status is not SUCCESS:
+            if orderly and verdict.status is not SUCCESS:
                 break
         return outcomes
 

@@ -129,9 +129,10 @@ class OrderlyConsumption(Consumption):
     async def _consume_plain(
         self, pq: ProcessQueue, run: list[list[ReceivedMessage]], now: float
     ) -> float:
-        """One worker-thread hop for the run (the thread stops at the first failure)."""
+        """One worker-thread hop for the run (the thread stops at the first failure, and
+        once the run took ``ORDERLY_RUN_S``: the queue's lock is looked at between runs)."""
         calls = [(batch, ConsumeContext(pq.queue)) for batch in run]
-        verdicts = await self._call.run_plain(calls, now, stop_on_failure=True)
+        verdicts = await self._call.run_plain(calls, now, orderly=True)
         last = verdicts[-1]
         called = len(verdicts) - (last.status is not ConsumeStatus.SUCCESS)
         self._succeeded(pq, [m for batch, _ in calls[:called] for m in batch], now)
@@ -149,6 +150,7 @@ class OrderlyConsumption(Consumption):
         for batch in run:
             context = ConsumeContext(pq.queue)
             verdict = self._call.start(batch, context, now)
+            waited = not isinstance(verdict, Verdict)
             if not isinstance(verdict, Verdict):
                 self._succeeded(pq, done, now)
                 done = []
@@ -158,7 +160,7 @@ class OrderlyConsumption(Consumption):
                 self._succeeded(pq, done, now)
                 return await self._failed(pq, batch, verdict, context)
             done += batch
-            if pq.dropped:
+            if waited or pq.dropped:  # the queue's lock is looked at again before more
                 break
         self._succeeded(pq, done, now)
         return 0.0
