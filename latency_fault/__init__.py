@@ -60,6 +60,12 @@ Queues
     choice is final (never steered, even onto a banned broker) and touches neither the
     router nor the round-robin index. Recording its outcome is fine.
 
+``spread_batch(router, snapshot, count, *, now_ms, turn=0) -> [(queue, n), ...]``
+    Where a transparent batch of `count` messages goes: the router picks as it would per
+    message (at most one pick per queue of the snapshot), the messages are dealt evenly
+    over the picks, and picks on one broker merge into one part. Healthy brokers thus
+    stay exactly round-robin per message, and adaptive weights apply to messages.
+
 ``java_string_hash(text) -> int``
     Java's `String.hashCode()` (UTF-16 code units, signed 32-bit).
 
@@ -74,7 +80,7 @@ from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._health import AdaptiveConfig, BrokerHealth, BrokerState
 from ._keyed import java_string_hash
 from ._policy import JAVA_4_9, JAVA_5, FaultPolicy, WindowRule
-from ._router import ROUTER_NAMES, Router, choose_queue, make_router
+from ._router import ROUTER_NAMES, Router, choose_queue, make_router, spread_batch
 from ._snapshot import EmptySnapshotError, PublishSnapshot, QueueLike, RoundRobinIndex
 from ._tracker import FaultItem, FaultTracker
 
@@ -88,6 +94,7 @@ __all__ = [
     "choose_queue",
     "java_string_hash",
     "make_router",
+    "spread_batch",
     # the strategies
     "AdaptiveRouter",
     "Classic49Router",

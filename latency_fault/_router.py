@@ -11,7 +11,7 @@ from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._keyed import keyed_queue
 from ._snapshot import PublishSnapshot, Q
 
-__all__ = ["ROUTER_NAMES", "Router", "choose_queue", "make_router"]
+__all__ = ["ROUTER_NAMES", "Router", "choose_queue", "make_router", "spread_batch"]
 
 
 class Router(Protocol):
@@ -92,3 +92,32 @@ def choose_queue(
     if order_key is not None:
         return keyed_queue(snapshot, order_key)
     return router.select_queue(snapshot, last_broker, now_ms)
+
+
+def spread_batch(
+    router: Router, snapshot: PublishSnapshot[Q], count: int, *, now_ms: int, turn: int = 0
+) -> list[tuple[Q, int]]:
+    """Where a transparent batch of `count` messages goes: `(queue, how many)` per broker.
+
+    Routing is per message, not per request: the router chooses as it would for each
+    message, once per queue of the snapshot at most (a full round-robin cycle when all
+    brokers are healthy, so every broker gets its share of this batch, give or take one),
+    and the messages are dealt evenly over those picks; picks on one broker merge into one
+    part, sent to one of that broker's picked queues (`turn` rotates which, batch to
+    batch). An adaptive router's weights thus apply to messages: a pick carries
+    `count / picks` of them.
+    """
+    if count < 1:
+        raise ValueError(f"a batch has at least one message, got {count}")
+    snapshot.require_queues()
+    picks = [router.select_queue(snapshot, None, now_ms) for _ in range(min(count, len(snapshot)))]
+    share, extra = divmod(count, len(picks))
+    # The remainder goes to evenly spaced picks, not the first ones (often one broker's).
+    bonus = {index * len(picks) // extra for index in range(extra)}
+    queues: dict[str, list[Q]] = {}
+    counts: dict[str, int] = {}
+    for index, queue in enumerate(picks):
+        broker = queue.broker_name
+        queues.setdefault(broker, []).append(queue)
+        counts[broker] = counts.get(broker, 0) + share + (index in bonus)
+    return [(found[turn % len(found)], counts[broker]) for broker, found in queues.items()]

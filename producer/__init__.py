@@ -7,10 +7,12 @@ from producer._producer import Producer, ProducerState
 from producer._remoting.acl import Credentials
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
+from producer._remoting.transaction import TransactionState
 from producer._send.future import SendFuture
 from producer._send.hooks import AttemptContext
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
+from producer._transactions.producer import TransactionProducer, TransactionResult
 from producer.errors import AttemptOutcome, AttemptRecord, Fate, ProducerError
 
 __version__ = "0.1.0"
@@ -21,6 +23,10 @@ __all__ = [
     "ProducerState",
     "RetryPolicy",
     "AttemptContext",
+    # transactions
+    "TransactionProducer",
+    "TransactionResult",
+    "TransactionState",
     # messages and results
     "AttemptOutcome",
     "AttemptRecord",

@@ -18,11 +18,15 @@ from anyio.abc import TaskGroup
 from latency_fault import make_router
 from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
+from producer._client.keywords import known_keywords
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, parse_namesrv
 from producer._client.upkeep import Maintenance
 from producer._remoting.acl import Credentials, signer_for
+from producer._remoting.codecs import DEFAULT_CODECS
+from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message
+from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._send.async_runner import AsyncSendRunner
 from producer._send.async_sends import AsyncSends
@@ -31,13 +35,14 @@ from producer._send.batch_sends import BatchSends, batchable
 from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
 from producer._send.options import DEFAULT_OPTIONS as _D
-from producer._send.options import ProducerOptions, Routing
+from producer._send.options import CompressType, ProducerOptions, Routing
 from producer._send.plan import SendMode
 from producer._send.planner import Planner
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
 from producer._send.sender import Sender, SendJob
 from producer._send.telemetry import Telemetry
+from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
 from producer._transport import ConnectionPool, Connector, Runtime, current_runtime
 from producer._transport.base import client_tls
@@ -49,6 +54,12 @@ from producer.errors import (
 )
 
 log = logging.getLogger("producer")
+
+
+_RUNS_ONCE = (
+    "a Producer is started once and closed once (closing again is a no-op); "
+    "create a new Producer to send again"
+)
 
 
 class ProducerState(enum.Enum):
@@ -70,6 +81,7 @@ class Producer:
     ``rng`` and ``connector`` are for tests and embedding.
     """
 
+    @known_keywords
     def __init__(
         self,
         group: str,
@@ -81,6 +93,9 @@ class Producer:
         retry_another_broker_when_not_store_ok: bool = _D.retry_another_broker_when_not_store_ok,
         max_message_size: int = _D.max_message_size,
         compress_over: int = _D.compress_over,
+        compress_level: int = _D.compress_level,
+        compress_type: CompressType = _D.compress_type,
+        timer_max_delay_ms: int = _D.timer_max_delay_ms,
         retry_policy: RetryPolicy = _D.retry_policy,
         routing: Routing = _D.routing,
         route_refresh_interval_ms: float = _D.route_refresh_interval_ms,
@@ -110,6 +125,9 @@ class Producer:
             retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
             max_message_size=max_message_size,
             compress_over=compress_over,
+            compress_level=compress_level,
+            compress_type=compress_type,
+            timer_max_delay_ms=timer_max_delay_ms,
             retry_policy=retry_policy,
             routing=routing,
             route_refresh_interval_ms=route_refresh_interval_ms,
@@ -130,8 +148,13 @@ class Producer:
         self.namesrv_addrs = parse_namesrv(namesrv)
         self._signer = signer_for(credentials)
         self._tls = client_tls(ssl)
+        DEFAULT_CODECS.require(self.options.codec)  # a missing lz4/zstandard: say so now
         self._factory = SendRequestFactory(
-            group, compress_threshold=compress_over, max_message_size=max_message_size
+            group,
+            compress_threshold=compress_over,
+            compress_level=compress_level,
+            compress_codec=self.options.codec,
+            max_message_size=max_message_size,
         )
         self._rng = rng or random.Random()
         self._given_clock = clock
@@ -154,8 +177,12 @@ class Producer:
         self._sender: Sender | None = None
         self._planner: Planner | None = None
         self._batching: BatchSends | None = None
+        self._timer: TimerGate | None = None
         self._maintenance: Maintenance | None = None
         self._telemetry = Telemetry(self.group)
+        #: Serves requests brokers start on our connections (a TransactionProducer's
+        #: CHECK_TRANSACTION_STATE); set before start(). None: Java's "not supported".
+        self.peer_handler: RequestHandler | None = None
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -185,19 +212,25 @@ class Producer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.aclose()
+        try:
+            await self.aclose()
+        except anyio.get_cancelled_exc_class():
+            if not isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise
+            # The body was cancelled (Ctrl-C in asyncio.run): its own cancellation goes on,
+            # without a second traceback chained onto it; aclose finished all the same.
 
     async def start(self) -> None:
         """Open the connection pool and start the background upkeep (call from one task
         that also calls :meth:`aclose`; ``async with`` does both)."""
         if self.state is not ProducerState.NEW:
-            raise LocalProtocolError(f"start() on a {self.state.value} producer")
+            raise LocalProtocolError(f"start() on a {self.state.value} producer: {_RUNS_ONCE}")
         runtime = current_runtime()
         self._runtime = runtime  # its loop is the only one this producer can run on
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         options = self.options
         pool = ConnectionPool(
-            self._connector or runtime.connector(ssl=self._tls),
+            self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer),
             connect_timeout_ms=options.connect_timeout_ms,
         )
         await pool.__aenter__()
@@ -225,6 +258,7 @@ class Producer:
             telemetry=self._telemetry,
             clock=self._clock,
         )
+        self._timer = TimerGate(routes, client, self._clock, options.timer_max_delay_ms)
         self._maintenance = Maintenance(
             group=self.group,
             client_id=self.client_id,
@@ -277,15 +311,17 @@ class Producer:
         assert self._async_sends is not None
         await self._async_sends.cancel_all()  # before the scope below cancels this task too
         self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(None, None, None)
+        cancelled = await _exit_noting_cancel(self._tg)
         if self._batching is not None:
             self._batching.fail_pending()
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0, shield=True):
             await self._maintenance.unregister_all()
         # Not wrapped in a scope of ours: the pool exits the connector's task group, which
         # was entered before any scope opened here (trio insists on that order).
-        await self._pool.__aexit__(None, None, None)
+        cancelled = await _exit_noting_cancel(self._pool) or cancelled
         self.state = ProducerState.CLOSED
+        if cancelled is not None:  # the caller is being cancelled: closed, now say so
+            raise cancelled
 
     async def _drain(self) -> None:
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
@@ -325,24 +361,27 @@ class Producer:
         if order_key is not None and not isinstance(order_key, str):
             raise LocalProtocolError(f"order_key must be a str, got {type(order_key).__name__}")
         prepared = self._prepare(message)
+        budget = self._budget_ms(timeout_ms)
+        if message.timed:
+            await self._check_timed(message, budget)
         batching = self._batching
         if batching is not None and order_key is None and batchable(prepared, message):
-            assert self._planner is not None
-            joined = batching.send(prepared, message, self._planner.budget_ms(timeout_ms))
+            joined = batching.send(prepared, message, budget)
             if joined is not None:
                 return await joined
         job = SendJob(prepared, message, order_key)
-        return _answered(await self._run(job, SendMode.SYNC, timeout_ms))
+        return _answered(await self._run(job, SendMode.SYNC, budget))
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout_ms: float | None = None
     ) -> SendResult:
         """One SEND_BATCH_MESSAGE for messages of one topic; ``result.msg_ids`` lists them."""
         self._check_open()
-        keys = [m.msg_id or self._uniq_keys.next_id(self._clock.wall_ms()) for m in messages]
+        keys = [self._uniq_key(m) for m in messages]
         traced = [self._telemetry.carry_context(m) for m in messages]
         prepared = self._factory.prepare_batch(traced, keys)
-        return _answered(await self._run(SendJob(prepared, messages[0]), SendMode.SYNC, timeout_ms))
+        job = SendJob(prepared, messages[0])
+        return _answered(await self._run(job, SendMode.SYNC, self._budget_ms(timeout_ms)))
 
     def send_async(
         self,
@@ -357,12 +396,23 @@ class Producer:
         Exactly one of the callbacks runs, exactly once; the future resolves the same way.
         """
         prepared = self._prepare(message)
-        assert self._planner is not None and self._async_sends is not None
-        budget = self._planner.budget_ms(timeout_ms)
+        budget = self._budget_ms(timeout_ms)
+        assert self._planner is not None
         assert self._runtime is not None
         future = SendFuture(
             on_success, on_exception, msg_id=prepared.msg_id, loop=self._runtime.asyncio_loop
         )
+        if message.timed:
+            assert self._timer is not None and self._async_sends is not None
+            self._timer.then_send_async(
+                message,
+                budget,
+                future,
+                lambda: self._start_async(message, prepared, budget, future),
+                spawn=self._async_sends.spawn,
+                tracker=self._tracker,
+            )
+            return future
         batching = self._batching
         if (
             batching is not None
@@ -370,6 +420,13 @@ class Producer:
             and batching.send_async(prepared, message, budget, future)
         ):
             return future
+        self._start_async(message, prepared, budget, future)
+        return future
+
+    def _start_async(
+        self, message: Message, prepared: PreparedMessage, budget: float, future: SendFuture
+    ) -> None:
+        assert self._planner is not None
         plan = self._planner.plan(SendMode.ASYNC, budget)
         # Take the in-flight slot now when there is room, so that close() drains this
         # send even if its task has not started yet.
@@ -377,14 +434,24 @@ class Producer:
         job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
         assert self._async_runner is not None
         self._async_runner.start(job, plan, future)
-        return future
+
+    async def _check_timed(self, message: Message, budget_ms: float) -> None:
+        assert self._timer is not None
+        await self._timer.check(message, budget_ms)
 
     async def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:
         """One attempt, no answer, no retry; raises if the frame could not be written."""
         prepared = self._prepare(message)
-        await self._run(SendJob(prepared, message), SendMode.ONEWAY, timeout_ms)
+        budget = self._budget_ms(timeout_ms)
+        if message.timed:
+            await self._check_timed(message, budget)
+        await self._run(SendJob(prepared, message), SendMode.ONEWAY, budget)
 
     # -- internals --------------------------------------------------------------------
+
+    def _serve_peer(self, address: str, request: RemotingCommand) -> RemotingCommand | None:
+        handler = self.peer_handler
+        return not_supported(address, request) if handler is None else handler(address, request)
 
     def _check_open(self) -> None:
         if self.state is ProducerState.RUNNING:
@@ -395,7 +462,7 @@ class Producer:
                 f"producer {self.group!r} is not started: use `async with Producer(...)` "
                 "or `await producer.start()` first"
             )
-        raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}")
+        raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}: {_RUNS_ONCE}")
 
     def _check_loop(self) -> None:
         runtime = self._runtime
@@ -411,15 +478,21 @@ class Producer:
         self._check_open()
         if not isinstance(message, Message):
             raise LocalProtocolError(f"expected a producer.Message, got {type(message).__name__}")
-        uniq_key = message.msg_id or self._uniq_keys.next_id(self._clock.wall_ms())
-        return self._factory.prepare(self._telemetry.carry_context(message), uniq_key)
+        return self._factory.prepare(
+            self._telemetry.carry_context(message), self._uniq_key(message)
+        )
 
-    async def _run(
-        self, job: SendJob, mode: SendMode, timeout_ms: float | None
-    ) -> SendResult | None:
+    def _uniq_key(self, message: Message) -> str:
+        """The message's own ``msg_id`` (a resend keeps it), else a fresh one."""
+        return message.msg_id or self._uniq_keys.next_id(self._clock.wall_ms())
+
+    def _budget_ms(self, timeout_ms: float | None) -> float:
+        assert self._planner is not None
+        return self._planner.budget_ms(timeout_ms)
+
+    async def _run(self, job: SendJob, mode: SendMode, budget_ms: float) -> SendResult | None:
         assert self._sender is not None and self._planner is not None
-        budget = self._planner.budget_ms(timeout_ms)
-        plan = self._planner.plan(mode, budget, keyed=job.order_key is not None)
+        plan = self._planner.plan(mode, budget_ms, keyed=job.order_key is not None)
         ticket = self._tracker.begin()
         try:
             return await self._sender.run(job, plan)
@@ -436,3 +509,13 @@ class Producer:
 def _answered(result: SendResult | None) -> SendResult:
     assert result is not None, "only a oneway send ends without a result"
     return result
+
+
+async def _exit_noting_cancel(context: Any) -> BaseException | None:
+    """Exit an async context entered at start; a cancellation of the closing task is
+    returned, not raised, so that closing goes on to the end before it propagates."""
+    try:
+        await context.__aexit__(None, None, None)
+    except anyio.get_cancelled_exc_class() as exc:
+        return exc
+    return None

@@ -20,7 +20,7 @@ from typing import ClassVar, TypeVar
 
 import msgspec
 
-from producer._remoting.codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
+from producer._response_codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
 
 __all__ = [
     "AclError",
@@ -29,8 +29,10 @@ __all__ = [
     "BackpressureError",
     "BrokerError",
     "BrokerSystemError",
+    "CodecUnavailableError",
     "ConnectError",
     "ConnectionLostError",
+    "CorruptBodyError",
     "Fate",
     "FlowControlError",
     "GoAwayError",
@@ -45,6 +47,7 @@ __all__ = [
     "NameServerError",
     "NoRouteError",
     "NotInCurrentUnitError",
+    "OffsetOutOfRangeError",
     "ProducerClosedError",
     "ProducerError",
     "RemoteProtocolError",
@@ -53,9 +56,12 @@ __all__ = [
     "SendTimeout",
     "ServiceNotAvailableError",
     "SystemBusyError",
+    "TimedDeliveryUnsupportedError",
     "TlsError",
     "TopicNotExistError",
+    "TransactionError",
     "TransportError",
+    "UndecodableBodyError",
     "response_code_name",
 ]
 
@@ -186,12 +192,19 @@ class MessageTypeError(MessageValidationError, TypeError):
     """A message field has the wrong type (e.g. a ``str`` body); nothing was sent."""
 
 
-class InvalidOptionError(LocalProtocolError, ValueError):
-    """A constructor argument or option is invalid (names the option and the bad value)."""
+class InvalidOptionError(LocalProtocolError, ValueError, TypeError):
+    """A constructor argument or option is invalid (names the option and the bad value),
+    or unknown (names the nearest option there is): a ``TypeError`` too, as Python's own
+    error for an unexpected keyword is."""
 
 
 class ProducerClosedError(LocalProtocolError):
     """The producer is closed (or closing) and accepts no more sends."""
+
+
+class TransactionError(LocalProtocolError):
+    """A transaction step that cannot be taken: ending a half message this producer did not
+    send or already ended, or committing one the broker did not store SEND_OK."""
 
 
 class BackpressureError(ProducerError):
@@ -283,6 +296,33 @@ class NameServerError(ConnectError):
     protocol on the port, a broker's port): check the ``namesrv`` addresses."""
 
 
+# -- consuming --------------------------------------------------------------------------
+
+
+class OffsetOutOfRangeError(ProducerError):
+    """A consumer asked for an offset its queue no longer has: below the queue's minimum
+    (those messages were deleted before they were read: data loss) or beyond its maximum.
+    ``suggested`` is the offset the broker offered instead; seek there to go on."""
+
+    def __init__(
+        self, queue: str, requested: int, suggested: int, min_offset: int, max_offset: int
+    ) -> None:
+        why = (
+            f"{min_offset - requested} messages were deleted before they were read"
+            if requested < min_offset
+            else "past the end"
+        )
+        super().__init__(
+            f"offset {requested} of {queue} is out of range [{min_offset}, {max_offset}] "
+            f"({why}); the broker suggests {suggested}: seek there to go on"
+        )
+        self.queue = queue
+        self.requested = requested
+        self.suggested = suggested
+        self.min_offset = min_offset
+        self.max_offset = max_offset
+
+
 # -- broker answers ---------------------------------------------------------------------
 
 
@@ -291,7 +331,7 @@ class BrokerError(ProducerError):
 
     ``BrokerError.for_code(code, remark)`` picks the subclass for the code. Each class's
     ``code_name`` and ``retriable`` come from the one code table
-    (:class:`producer._remoting.codes.ResponseCode`): ``retriable`` says whether the
+    (:class:`producer._response_codes.ResponseCode`): ``retriable`` says whether the
     default :class:`~producer.RetryPolicy` retries the code (throttling codes after a
     back-off); the policy in use has the final word.
     """
@@ -411,3 +451,61 @@ class GoAwayError(BrokerError):
     """1500 GO_AWAY: the broker is shutting down; try another."""
 
     code_value = ResponseCode.GO_AWAY
+
+
+# -- message bodies -----------------------------------------------------------------------
+
+
+class CodecUnavailableError(LocalProtocolError, ImportError):
+    """A body's codec (LZ4 or zstd) needs a library this install lacks. ``codec`` names
+    it; install the extra the message names (``rocketmq-aio-producer[compression]``)."""
+
+    def __init__(self, codec: str, module: str, extra: str) -> None:
+        super().__init__(
+            f"{codec} bodies need the {module!r} package: "
+            f'pip install "rocketmq-aio-producer[{extra}]"'
+        )
+        self.codec = codec
+        self.extra = extra
+
+
+class CorruptBodyError(RemoteProtocolError):
+    """A compressed body does not decode with the codec its sysFlag names (corrupt,
+    truncated, or inflating beyond the size bound)."""
+
+
+class UndecodableBodyError(ProducerError):
+    """A pulled message's body could not be decoded, so its listener was not called: the
+    message is a consume failure (retried, then dead-lettered) and never reaches a
+    listener as if it were the message. ``cause`` is the :class:`CodecUnavailableError`
+    (install the extra; ``permanent`` is False) or :class:`CorruptBodyError`
+    (``permanent``: it is dead-lettered at once)."""
+
+    def __init__(
+        self, msg_id: str, cause: ProducerError, *, queue: str = "", offset: int = -1
+    ) -> None:
+        # A pull consumer says where the message is, and how to step over it.
+        where = f" (offset {offset} of {queue}; to skip it, seek that queue to {offset + 1})"
+        super().__init__(
+            f"message {msg_id}: body cannot be decoded: {cause.message}" + (where if queue else "")
+        )
+        self.msg_id = msg_id
+        self.cause = cause
+        self.permanent = not isinstance(cause, CodecUnavailableError)
+        self.queue = queue
+        self.offset = offset
+
+
+class TimedDeliveryUnsupportedError(LocalProtocolError):
+    """A timed message (``deliver_at_ms`` / ``delay_ms``) for a topic served by a broker
+    older than 5.0, which would ignore the timer and deliver it at once. Nothing was
+    written. Use ``delay_level`` (the 18 fixed levels) with a 4.x broker."""
+
+    def __init__(self, broker_name: str, addr: str, version: str) -> None:
+        super().__init__(
+            f"broker {broker_name} ({addr}) answers as {version}, which has no timed "
+            "delivery and would deliver the message at once: use delay_level (1-18) on a "
+            "4.x broker, or send deliver_at_ms/delay_ms to a 5.x broker"
+        )
+        self.broker_name = broker_name
+        self.broker_version = version

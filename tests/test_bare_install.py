@@ -1,5 +1,6 @@
 """A bare ``pip install`` (no extras) sends: the SDK, the dev cluster without its HTTP
-control, and ``python -m producer --help`` need neither rich, aiohttp nor Spark."""
+control, and ``python -m producer --help`` need neither rich, aiohttp, Spark, lz4 nor
+zstandard. It reads zlib bodies; LZ4 and zstd ones name the ``[compression]`` extra."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ WITHOUT_EXTRAS = textwrap.dedent(
 
     class RefuseExtras:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("rich", "aiohttp", "pyspark", "pyarrow", "pandas"):
+            if name.split(".")[0] in (
+                "rich", "aiohttp", "pyspark", "pyarrow", "pandas", "lz4", "zstandard"
+            ):
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
@@ -42,7 +45,7 @@ SEND_ONE = WITHOUT_EXTRAS + textwrap.dedent(
         print(result.status.value)
 
     anyio.run(main)
-    assert not {"rich", "aiohttp", "pyspark", "pyarrow"} & set(sys.modules)
+    assert not {"rich", "aiohttp", "pyspark", "pyarrow", "lz4", "zstandard"} & set(sys.modules)
     """
 )
 
@@ -114,3 +117,31 @@ def test_every_library_producer_spark_imports_comes_with_the_spark_extra() -> No
                 imported.add(node.module.split(".")[0])
     third_party = imported - set(sys.stdlib_module_names) - {"producer", "latency_fault"}
     assert third_party and third_party <= installed, third_party - installed
+
+
+def test_a_bare_install_reads_zlib_and_names_the_extra_for_lz4_and_zstd() -> None:
+    code = WITHOUT_EXTRAS + textwrap.dedent(
+        """
+        import zlib
+        from producer._remoting.message_codec import decompress_body
+        from producer.errors import CodecUnavailableError
+
+        assert decompress_body(zlib.compress(b"plain"), 769) == b"plain"
+        for flag in (257, 513):
+            try:
+                decompress_body(b"\\x04\\x22\\x4d\\x18", flag)
+            except CodecUnavailableError as exc:
+                print(exc)
+        from producer import Producer
+        try:
+            Producer("g", "127.0.0.1:9876", compress_type="lz4")
+        except CodecUnavailableError as exc:
+            print(exc)
+        """
+    )
+    done = run(code)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3, done.stdout
+    assert all('pip install "rocketmq-aio-producer[compression]"' in line for line in lines)
+    assert "'lz4'" in lines[0] and "'zstandard'" in lines[1]

@@ -3,9 +3,9 @@ builds them straight from a pull's records."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 
+from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.message import MessageQueue
 from producer._remoting.message_codec import (
     COMPRESSED_FLAG,
@@ -16,17 +16,17 @@ from producer._remoting.properties import (
     KEYS,
     RETRY_TOPIC,
     TAGS,
+    TIMER_DELIVER_MS,
+    TIMER_OUT_MS,
     UNIQ_KEY,
     decode_properties,
     split_keys,
 )
 from producer._remoting.retry_topics import RETRY_PREFIX
-from producer._remoting.store_record import decode_with
-from producer.errors import ProducerError
+from producer._remoting.store_record import StoreRecord, decode_with
+from producer.errors import CodecUnavailableError, CorruptBodyError, UndecodableBodyError
 
-__all__ = ["ReceivedMessage", "decode_pulled"]
-
-log = logging.getLogger("producer.consumer")
+__all__ = ["ReceivedMessage", "decode_pulled", "received_message"]
 
 
 class ReceivedMessage:
@@ -37,6 +37,8 @@ class ReceivedMessage:
     the queue it was actually pulled from. ``msg_id`` is the ``UNIQ_KEY`` (stable across
     retries and the DLQ: the key to de-duplicate by); ``offset_msg_id`` is this copy's
     broker id. ``reconsume_times`` counts earlier failed deliveries (0 the first time).
+    ``undecodable`` is set (and ``body`` is the bytes as stored) when the body could not
+    be decoded: such a message is never handed to a listener.
 
     Most listeners read the body only, so what is rarely read is worked out on the first
     read: ``properties`` may be given as their wire text, ``msg_id`` and
@@ -62,6 +64,7 @@ class ReceivedMessage:
         "store_timestamp",
         "sys_flag",
         "topic",
+        "undecodable",
     )
 
     def __init__(
@@ -100,6 +103,7 @@ class ReceivedMessage:
         self.sys_flag = sys_flag
         self.body_crc = body_crc
         self.consume_start_ms = 0.0
+        self.undecodable: UndecodableBodyError | None = None
 
     @property
     def properties(self) -> Mapping[str, str]:
@@ -131,6 +135,17 @@ class ReceivedMessage:
     def keys(self) -> list[str]:
         return split_keys(self.properties.get(KEYS, ""))
 
+    @property
+    def deliver_at_ms(self) -> int | None:
+        """When a timed message (5.x timer) was to be delivered, epoch ms: the time its
+        producer asked (``TIMER_DELIVER_MS``), else the broker's slot (``TIMER_OUT_MS``,
+        for a ``delay_ms`` one); ``None`` for a message that was not timed."""
+        for name in (TIMER_DELIVER_MS, TIMER_OUT_MS):
+            value = self.properties.get(name)
+            if value is not None and value.isdigit():
+                return int(value)
+        return None
+
     def __repr__(self) -> str:
         return (
             f"ReceivedMessage(topic={self.topic!r}, msg_id={self.msg_id}, queue={self.queue}, "
@@ -140,13 +155,20 @@ class ReceivedMessage:
 
 
 def decode_pulled(
-    data: bytes | bytearray | memoryview, broker_name: str, *, max_body_bytes: int | None = None
+    data: bytes | bytearray | memoryview,
+    broker_name: str,
+    *,
+    max_body_bytes: int | None = None,
+    codecs: BodyCodecs = DEFAULT_CODECS,
 ) -> list[ReceivedMessage]:
     """The messages of a PULL_MESSAGE body from ``broker_name``, in order; a bad record
-    raises :class:`~producer.errors.RemoteProtocolError`.
+    raises :class:`~producer.errors.RemoteProtocolError`. Properties are parsed on
+    first read.
 
-    Compressed bodies are inflated (to at most ``max_body_bytes``); one that does not
-    inflate is logged and keeps its stored bytes. Properties are parsed on first read.
+    Compressed bodies are decoded by the codec their sysFlag names (to at most
+    ``max_body_bytes``); one that does not decode (corrupt, too large, or its codec's
+    library not installed) keeps its stored bytes and is marked ``undecodable``, never
+    passed off as the message.
     """
     queue: MessageQueue | None = None  # a pull's records are all of one queue
 
@@ -176,7 +198,7 @@ def decode_pulled(
             flag, sys_flag, body_crc,
         )  # fmt: skip
         if sys_flag & COMPRESSED_FLAG:
-            _inflate(message, max_body_bytes)
+            _inflate(message, max_body_bytes, codecs)
         if topic.startswith(RETRY_PREFIX):
             message.topic = message.properties.get(RETRY_TOPIC, topic)
         return message
@@ -184,8 +206,25 @@ def decode_pulled(
     return decode_with(data, build)
 
 
-def _inflate(message: ReceivedMessage, max_size: int | None) -> None:
+def _inflate(message: ReceivedMessage, max_size: int | None, codecs: BodyCodecs) -> None:
     try:
-        message.body = decompress_body(message.body, message.sys_flag, max_size=max_size)
-    except ProducerError as exc:
-        log.error("%s: message at %d has a bad body: %s", message.queue, message.queue_offset, exc)
+        message.body = decompress_body(
+            message.body, message.sys_flag, max_size=max_size, codecs=codecs
+        )
+    except (CodecUnavailableError, CorruptBodyError) as exc:
+        message.undecodable = UndecodableBodyError(message.msg_id, exc)
+
+
+def received_message(record: StoreRecord, broker_name: str, body: bytes) -> ReceivedMessage:
+    """The listener's view of a record that did not come from a pull (a transaction
+    check's), pulled from ``broker_name`` (``body`` inflated)."""
+    topic = record.topic
+    if topic.startswith(RETRY_PREFIX):
+        topic = record.properties.get(RETRY_TOPIC, topic)
+    return ReceivedMessage(
+        topic, body, record.properties, "", "",
+        MessageQueue(record.topic, broker_name, record.queue_id),
+        record.queue_offset, record.commit_log_offset, record.reconsume_times,
+        record.born_timestamp, record.store_timestamp, record.born_host, record.store_host,
+        record.flag, record.sys_flag, record.body_crc,
+    )  # fmt: skip

@@ -1,8 +1,9 @@
 """Message bodies on the wire: sysFlag bits, compression, batch bodies, offset message ids.
 
-* A single body of at least ``compressMsgBodyOverHowmuch`` (4096) bytes is deflated with
-  zlib level 5 and flagged ``COMPRESSED | ZLIB << 8`` = 769 (golden finding 10). The
-  4.9.4 client sets the type bits; older ones left them 0, which also means zlib.
+* A single body of at least ``compressMsgBodyOverHowmuch`` (4096) bytes is compressed
+  (zlib level 5 by default) and flagged ``COMPRESSED | type << 8``: zlib 769 (golden
+  finding 10), LZ4 257, zstd 513 (5.x ``compressType``). The 4.9.4 client sets the type
+  bits; older ones left them 0, which also means zlib. The codecs: :mod:`.codecs`.
 * A batch body is the messages back to back, each ``int32 totalSize, int32 magic (0),
   int32 bodyCRC (0), int32 flag, int32 bodyLen, body, int16 propsLen, props`` (finding
   11). Batches are never compressed.
@@ -12,15 +13,19 @@
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 import re
 import struct
-import zlib
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from producer.errors import LocalProtocolError, MessageValidationError, RemoteProtocolError
+from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs, Codec
+from producer.errors import (
+    CorruptBodyError,
+    LocalProtocolError,
+    MessageValidationError,
+    RemoteProtocolError,
+)
 
 # -- sysFlag (MessageSysFlag) -------------------------------------------------------------
 
@@ -34,31 +39,24 @@ BORNHOST_V6_FLAG = 0x1 << 4
 STOREHOSTADDRESS_V6_FLAG = 0x1 << 5
 NEED_UNWRAP_FLAG = 0x1 << 6
 INNER_BATCH_FLAG = 0x1 << 7
-COMPRESSION_LZ4_TYPE = 0x1 << 8
-COMPRESSION_ZSTD_TYPE = 0x2 << 8
-COMPRESSION_ZLIB_TYPE = 0x3 << 8
+COMPRESSION_LZ4_TYPE = Codec.LZ4 << 8
+COMPRESSION_ZSTD_TYPE = Codec.ZSTD << 8
+COMPRESSION_ZLIB_TYPE = Codec.ZLIB << 8
 COMPRESSION_TYPE_MASK = 0x7 << 8
 
 
-class CompressionType(enum.IntEnum):
-    """The value in sysFlag bits 8-10."""
-
-    LZ4 = 1
-    ZSTD = 2
-    ZLIB = 3
+CompressionType = Codec  # Java's name for the type in sysFlag bits 8-10
 
 
-def compression_type(sys_flag: int) -> CompressionType:
+def compression_type(sys_flag: int) -> Codec:
     """The codec a compressed body used; type bits 0 mean zlib (pre-4.9.4 senders)."""
     bits = (sys_flag & COMPRESSION_TYPE_MASK) >> 8
     if bits == 0:
-        return CompressionType.ZLIB
+        return Codec.ZLIB
     try:
-        return CompressionType(bits)
+        return Codec(bits)
     except ValueError:
-        raise RemoteProtocolError(
-            f"unknown compression type {bits} in sysFlag {sys_flag}"
-        ) from None
+        raise CorruptBodyError(f"unknown compression type {bits} in sysFlag {sys_flag}") from None
 
 
 def is_compressed(sys_flag: int) -> bool:
@@ -67,53 +65,45 @@ def is_compressed(sys_flag: int) -> bool:
 
 # -- compression --------------------------------------------------------------------------
 
-DEFAULT_COMPRESS_THRESHOLD = 4096
-DEFAULT_COMPRESS_LEVEL = 5
-_ZLIB_SYS_FLAG = COMPRESSED_FLAG | COMPRESSION_ZLIB_TYPE
+DEFAULT_COMPRESS_THRESHOLD = 4096  # compressMsgBodyOverHowmuch
+DEFAULT_COMPRESS_LEVEL = 5  # compressLevel (zlib and zstd; LZ4 has none)
 
 
 def compress_body(
-    body: bytes, threshold: int = DEFAULT_COMPRESS_THRESHOLD, level: int = DEFAULT_COMPRESS_LEVEL
+    body: bytes,
+    threshold: int = DEFAULT_COMPRESS_THRESHOLD,
+    level: int = DEFAULT_COMPRESS_LEVEL,
+    codec: Codec = Codec.ZLIB,
+    codecs: BodyCodecs = DEFAULT_CODECS,
 ) -> tuple[bytes, int]:
-    """``(body to send, sysFlag bits)``: zlib at ``len(body) >= threshold``, else as is.
+    """``(body to send, sysFlag bits)``: compressed at ``len(body) >= threshold`` and
+    flagged ``COMPRESSED | codec << 8`` (zlib: 769, LZ4: 257, zstd: 513), else as is.
 
-    Like Java, the deflated body is used even when it is not smaller: the flag must
+    Like Java, the compressed body is used even when it is not smaller: the flag must
     describe the bytes, and a consumer relies on it either way.
     """
     if len(body) < threshold:
         return body, 0
-    return zlib.compress(body, level), _ZLIB_SYS_FLAG
+    return codecs.compress(body, codec, level), COMPRESSED_FLAG | codec << 8
 
 
-def decompress_body(body: bytes, sys_flag: int, *, max_size: int | None = None) -> bytes:
+def decompress_body(
+    body: bytes,
+    sys_flag: int,
+    *,
+    max_size: int | None = None,
+    codecs: BodyCodecs = DEFAULT_CODECS,
+) -> bytes:
     """The original body of a (possibly) compressed one, as a broker or consumer sees it.
 
     ``max_size`` bounds the inflated size, so a small hostile frame cannot make us
-    allocate gigabytes. Corrupt data, a size over the bound, or LZ4/ZSTD (which this
-    SDK neither sends nor bundles a codec for) raise :class:`RemoteProtocolError`.
+    allocate gigabytes. Corrupt data or a size over the bound raise
+    :class:`CorruptBodyError`; LZ4 or zstd without its library installed raises
+    :class:`CodecUnavailableError` (naming the extra to install).
     """
     if not sys_flag & COMPRESSED_FLAG:
         return body
-    kind = compression_type(sys_flag)
-    if kind is not CompressionType.ZLIB:
-        raise RemoteProtocolError(
-            f"{kind.name}-compressed bodies are not supported (sysFlag {sys_flag}); "
-            "only zlib, the 4.9.4 client's default, is"
-        )
-    limit = -1 if max_size is None else max_size
-    inflater = zlib.decompressobj()
-    try:
-        # One byte over the limit is enough to know it is exceeded.
-        data = inflater.decompress(body, limit + 1 if limit >= 0 else 0)
-        if len(data) <= limit or limit < 0:
-            data += inflater.flush()
-    except zlib.error as exc:
-        raise RemoteProtocolError(f"corrupt zlib body: {exc}") from None
-    if 0 <= limit < len(data):
-        raise RemoteProtocolError(f"compressed body inflates beyond {max_size} bytes")
-    if not inflater.eof:
-        raise RemoteProtocolError("truncated zlib body")
-    return data
+    return codecs.decompress(body, compression_type(sys_flag), max_size)
 
 
 # -- batch bodies -------------------------------------------------------------------------

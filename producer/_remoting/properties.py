@@ -54,6 +54,29 @@ MSG_TYPE = "MSG_TYPE"
 INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
 INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
 
+# Added by 5.x (MessageConst of rocketmq-all-5.3.3). Timed delivery: a 5.x broker's
+# HookUtils.checkIfTimerMessage diverts a single message carrying one of the first three
+# to rmq_sys_wheel_timer (DELAY_SEC wins, then DELAY_MS, then DELIVER_MS).
+TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+TIMER_DELAY_MS = "TIMER_DELAY_MS"
+TIMER_OUT_MS = "TIMER_OUT_MS"  # the broker's slot time, on the delivered message
+TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
+TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
+TIMER_DELAY_LEVEL = "TIMER_DELAY_LEVEL"
+POP_CK = "POP_CK"
+POP_CK_OFFSET = "POP_CK_OFFSET"
+FIRST_POP_TIME = "1ST_POP_TIME"
+DUP_INFO = "DUP_INFO"
+EXTEND_UNIQ_INFO = "EXTEND_UNIQ_INFO"
+BORN_HOST = "__BORNHOST"
+BORN_TIMESTAMP = "BORN_TIMESTAMP"
+DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
+DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
+CRC32 = "__CRC32#"
+
 # MessageConst.STRING_HASH_SET of 4.9.4: the names Message.putUserProperty refuses.
 # It is exactly this set - 4.9.4 leaves INNER_MULTI_DISPATCH, TRAN_PREPARED_QUEUE_OFFSET,
 # TRANSACTION_CHECK_TIMES and CHECK_IMMUNITY_TIME_IN_SECONDS out, so users may set them.
@@ -92,6 +115,32 @@ RESERVED_PROPERTY_NAMES: frozenset[str] = frozenset(
         INNER_MULTI_QUEUE_OFFSET,
     }
 )
+
+# MessageConst.STRING_HASH_SET of 5.3.3: 4.9.4's set plus these (TRAN_PREPARED_QUEUE_OFFSET
+# too). A 5.x broker would take these from a user property as its own, so they are
+# refused whatever the broker's version.
+RESERVED_PROPERTY_NAMES_5: frozenset[str] = RESERVED_PROPERTY_NAMES | {
+    POP_CK,
+    POP_CK_OFFSET,
+    FIRST_POP_TIME,
+    TRANSACTION_PREPARED_QUEUE_OFFSET,
+    DUP_INFO,
+    EXTEND_UNIQ_INFO,
+    TIMER_DELAY_MS,
+    TIMER_DELAY_SEC,
+    TIMER_DELIVER_MS,
+    TIMER_ENQUEUE_MS,
+    TIMER_DEQUEUE_MS,
+    TIMER_ROLL_TIMES,
+    TIMER_OUT_MS,
+    TIMER_DEL_UNIQKEY,
+    TIMER_DELAY_LEVEL,
+    BORN_HOST,
+    BORN_TIMESTAMP,
+    DLQ_ORIGIN_TOPIC,
+    DLQ_ORIGIN_MESSAGE_ID,
+    CRC32,
+}
 
 _PAIR_JOIN = NAME_VALUE_SEPARATOR.join
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
+from producer._remoting.codecs import Codec
 from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import json_dumps
@@ -37,6 +38,8 @@ from producer._remoting.properties import (
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
     TAGS,
+    TIMER_DELAY_MS,
+    TIMER_DELIVER_MS,
     UNIQ_KEY,
     WAIT,
     join_keys,
@@ -186,12 +189,13 @@ def build_retry_send_request(
     born_timestamp: int,
     reconsume_times: int,
     max_reconsume_times: int,
+    sys_flag: int = 0,
 ) -> SendRequest:
     """A consumer's SEND_MESSAGE_V2 of a copy to ``%RETRY%<group>`` (its send-back
     fallback, and orderly's dead letter), as Java's inner producer sends it: the same
     encoder as every send, with the count (``j``) and maximum (``l``) set."""
     middle, tail = message_pieces(
-        0,
+        sys_flag,
         flag,
         properties,
         False,
@@ -207,7 +211,7 @@ def encode_message_properties(message: Message, uniq_key: str | None) -> str:
     """The properties a Java producer would send for ``message``.
 
     Order (Java's is HashMap order; this one matches the golden frames): KEYS, user
-    properties, UNIQ_KEY, WAIT, TAGS, DELAY.
+    properties, UNIQ_KEY, WAIT, TAGS, DELAY, TIMER_DELIVER_MS / TIMER_DELAY_MS.
     """
     parts: list[str] = []
     keys = message.keys
@@ -224,6 +228,10 @@ def encode_message_properties(message: Message, uniq_key: str | None) -> str:
         parts.append(TAGS + NAME_VALUE_SEPARATOR + message.tags)
     if message.delay_level:
         parts.append(DELAY + NAME_VALUE_SEPARATOR + str(message.delay_level))
+    if message.deliver_at_ms is not None:
+        parts.append(TIMER_DELIVER_MS + NAME_VALUE_SEPARATOR + str(message.deliver_at_ms))
+    elif message.delay_ms is not None:
+        parts.append(TIMER_DELAY_MS + NAME_VALUE_SEPARATOR + str(message.delay_ms))
     return PROPERTY_SEPARATOR.join(parts)
 
 
@@ -238,6 +246,7 @@ class SendRequestFactory:
     __slots__ = (
         "_checked_topics",
         "_prefixes",
+        "compress_codec",
         "compress_level",
         "compress_threshold",
         "default_topic",
@@ -254,6 +263,7 @@ class SendRequestFactory:
         default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
         compress_threshold: int = DEFAULT_COMPRESS_THRESHOLD,
         compress_level: int = DEFAULT_COMPRESS_LEVEL,
+        compress_codec: Codec = Codec.ZLIB,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         check_group(producer_group)
@@ -263,6 +273,7 @@ class SendRequestFactory:
         self._prefixes = HeaderPrefixes(producer_group, default_topic, default_topic_queue_nums)
         self.compress_threshold = compress_threshold
         self.compress_level = compress_level
+        self.compress_codec = compress_codec
         self.max_message_size = max_message_size
         self._checked_topics: set[str] = set()
 
@@ -274,7 +285,7 @@ class SendRequestFactory:
         properties = encode_message_properties(message, uniq_key)
         check_properties_size(properties)
         body, sys_flag = compress_body(
-            bytes(message.body), self.compress_threshold, self.compress_level
+            bytes(message.body), self.compress_threshold, self.compress_level, self.compress_codec
         )
         return self._prepared(message.topic, body, sys_flag, message.flag, properties, uniq_key)
 

@@ -193,6 +193,7 @@ class _SendResponseWire(msgspec.Struct, frozen=True):
     queueId: Annotated[int, msgspec.Meta(ge=_INT32[0], le=_INT32[1])]  # noqa: N815
     queueOffset: Annotated[int, msgspec.Meta(ge=_INT64[0], le=_INT64[1])]  # noqa: N815
     transactionId: str | None = None  # noqa: N815
+    recallHandle: str | None = None  # noqa: N815 - 5.3 brokers (SendMessageResponseHeader)
     MSG_REGION: str = ""
     TRACE_ON: str = "true"
 
@@ -212,7 +213,8 @@ class SendResponseHeader(msgspec.Struct, frozen=True):
     """``SendMessageResponseHeader`` plus the region and trace switch the broker adds.
 
     ``msg_id`` is the offset message id (comma-joined, one per message, for a batch);
-    ``queue_offset`` is the (first) message's offset in its queue.
+    ``queue_offset`` is the (first) message's offset in its queue. ``recall_handle``
+    is what a 5.3 broker answers for a timed message (the handle to recall it with).
     """
 
     msg_id: str
@@ -221,6 +223,7 @@ class SendResponseHeader(msgspec.Struct, frozen=True):
     transaction_id: str | None = None
     region_id: str = DEFAULT_REGION
     trace_on: bool = True
+    recall_handle: str | None = None
 
     @classmethod
     def from_fields(cls, fields: Mapping[str, str] | None) -> SendResponseHeader:
@@ -236,6 +239,7 @@ class SendResponseHeader(msgspec.Struct, frozen=True):
             wire.transactionId,
             wire.MSG_REGION or DEFAULT_REGION,
             wire.TRACE_ON != "false",
+            wire.recallHandle,
         )
 
     def to_fields(self) -> dict[str, str]:
@@ -249,6 +253,8 @@ class SendResponseHeader(msgspec.Struct, frozen=True):
         }
         if self.transaction_id is not None:
             fields["transactionId"] = self.transaction_id
+        if self.recall_handle is not None:
+            fields["recallHandle"] = self.recall_handle
         return fields
 
 

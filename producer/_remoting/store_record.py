@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.message_codec import (
     BORNHOST_V6_FLAG,
     STOREHOSTADDRESS_V6_FLAG,
@@ -96,9 +97,12 @@ class StoreRecord:
         """TOTALSIZE of this record as :func:`encode_record` writes it."""
         return record_size(self)
 
-    def inflated_body(self, max_size: int | None = None) -> bytes:
-        """The body a consumer hands to its listener (zlib-inflated when compressed)."""
-        return decompress_body(self.body, self.sys_flag, max_size=max_size)
+    def inflated_body(
+        self, max_size: int | None = None, codecs: BodyCodecs = DEFAULT_CODECS
+    ) -> bytes:
+        """The body a consumer hands to its listener (decompressed by the codec its
+        sysFlag names; see :func:`decompress_body` for what raises)."""
+        return decompress_body(self.body, self.sys_flag, max_size=max_size, codecs=codecs)
 
 
 def _pack_host(host: str, v6: bool) -> bytes:

@@ -18,8 +18,12 @@ client (it lets the broker reject these, or silently mangles them) it says so:
   Java's ``setKeys(String)`` does (``"k1 k2"`` means two keys).
 * Delay level: ``None``/0 (no delay) or 1..18 (the broker's default level table).
 * The encoded properties must fit 32767 bytes (ours; the broker answers 13 otherwise).
+* Timed delivery (5.x): ``deliver_at_ms`` / ``delay_ms`` positive ints, one of them, no
+  ``delay_level``; at send time in the future and within ``timer_max_delay_ms`` (ours:
+  Java sends a past or too-far time and the broker delivers at once or answers 13).
 * Batches (``MessageBatch.generateFromList``): non-empty, one topic, one
-  ``wait_store_msg_ok``, no delay, no ``%RETRY%`` topic, encoded size within the limit.
+  ``wait_store_msg_ok``, no delay, no timed message (ours), no ``%RETRY%`` topic, encoded
+  size within the limit.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from producer._remoting.properties import (
     KEY_SEPARATOR,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
-    RESERVED_PROPERTY_NAMES,
+    RESERVED_PROPERTY_NAMES_5,
 )
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer.errors import MessageValidationError
@@ -93,9 +97,19 @@ def check_send_topic(topic: object) -> None:
         raise MessageValidationError("topic", topic, "sending to a system topic is forbidden")
 
 
-def check_group(group: object) -> None:
-    """A valid producer group name (``Validators.checkGroup``)."""
-    _check_name("group", group, GROUP_MAX_LENGTH)
+#: The groups Java's ``checkConfig`` refuses (``MixAll.DEFAULT_PRODUCER_GROUP`` /
+#: ``DEFAULT_CONSUMER_GROUP``): placeholders every misconfigured client would share.
+DEFAULT_GROUPS = {"producer": "DEFAULT_PRODUCER", "consumer": "DEFAULT_CONSUMER"}
+
+
+def check_group(group: object, role: str = "producer") -> None:
+    """A valid group name for a ``role`` ("producer" or "consumer") client
+    (``Validators.checkGroup``, and Java's refusal of the default group)."""
+    name = _check_name("group", group, GROUP_MAX_LENGTH)
+    if name == DEFAULT_GROUPS[role]:
+        raise MessageValidationError(
+            "group", name, f"a group of your own: {name} is the placeholder Java refuses too"
+        )
 
 
 def _check_name(field: str, name: object, max_length: int) -> str:
@@ -125,7 +139,7 @@ def check_user_properties(properties: Mapping[str, str]) -> None:
     for name, value in properties.items():
         if not isinstance(name, str) or not name.strip():
             raise MessageValidationError("property name", name, "a non-blank string")
-        if name in RESERVED_PROPERTY_NAMES:
+        if name in RESERVED_PROPERTY_NAMES_5:
             raise MessageValidationError(
                 "property name", name, "not one of RocketMQ's reserved names"
             )
@@ -222,6 +236,44 @@ def check_fields(message: Message, max_message_size: int) -> None:
         check_flag(message.flag)
     if message.msg_id is not None:
         check_msg_id(message.msg_id)
+    if message.deliver_at_ms is not None or message.delay_ms is not None:
+        check_timer_fields(message)
+
+
+DEFAULT_TIMER_MAX_DELAY_MS = 3 * 24 * 3600 * 1000  # MessageStoreConfig.timerMaxDelaySec (5.x)
+
+
+def check_timer_fields(message: Message) -> None:
+    """``deliver_at_ms`` / ``delay_ms``: positive ints, one of them, no ``delay_level``
+    (a 5.x broker drops the timer for a delay level: ``checkIfTimerMessage``)."""
+    for name in ("deliver_at_ms", "delay_ms"):
+        value = getattr(message, name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value <= 0
+        ):
+            raise MessageValidationError(name, value, "a positive int (milliseconds) or None")
+    if message.deliver_at_ms is not None and message.delay_ms is not None:
+        raise MessageValidationError("delay_ms", message.delay_ms, "None when deliver_at_ms is set")
+    if message.delay_level:
+        raise MessageValidationError(
+            "delay_level", message.delay_level, "None with deliver_at_ms or delay_ms"
+        )
+
+
+def check_timer_window(message: Message, now_ms: int, max_delay_ms: int) -> None:
+    """The asked time is in the future and within the broker's ``timerMaxDelaySec``
+    (``now_ms``: the wall clock, the caller's)."""
+    delay = message.delay_ms
+    if message.deliver_at_ms is not None:
+        delay = message.deliver_at_ms - now_ms
+        if delay <= 0:
+            raise MessageValidationError(
+                "deliver_at_ms", message.deliver_at_ms, f"in the future (now is {now_ms})"
+            )
+    if delay is not None and delay > max_delay_ms:
+        raise MessageValidationError(
+            "delay", f"{delay} ms", f"at most {max_delay_ms} ms (timer_max_delay_ms)"
+        )
 
 
 def validate_batch(
@@ -248,6 +300,13 @@ def validate_batch(
         if message.delay_level:
             raise MessageValidationError(
                 f"batch[{index}].delay_level", message.delay_level, "no delay in a batch"
+            )
+        if message.timed:
+            raise MessageValidationError(
+                f"batch[{index}]",
+                "deliver_at_ms" if message.deliver_at_ms is not None else "delay_ms",
+                "no timed delivery in a batch (a 5.x broker ignores a timer inside a "
+                "batch and delivers at once): send it alone with send()",
             )
     if first.topic.startswith(RETRY_PREFIX):
         raise MessageValidationError("topic", first.topic, "no retry topic in a batch")

@@ -19,7 +19,7 @@ import anyio
 
 from producer._client.clock import Clock
 from producer._remoting.codes import ResponseCode
-from producer._remoting.message import Message
+from producer._remoting.message import Message, MessageQueue
 from producer._remoting.message_codec import COMPRESSED_FLAG
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._remoting.retry_topics import SYSTEM_PREFIXES
@@ -42,11 +42,12 @@ _RESENT_ALONE = frozenset({ResponseCode.MESSAGE_ILLEGAL})
 
 
 def batchable(prepared: PreparedMessage, message: Message) -> bool:
-    """What a 4.x broker takes in a batch: not compressed, not delayed, no retry or
-    dead-letter topic."""
+    """What a broker takes in a batch: not compressed, not delayed, not timed (a 5.x
+    broker ignores a timer inside a batch), no retry or dead-letter topic."""
     return not (
         prepared.sys_flag & COMPRESSED_FLAG
         or message.delay_level
+        or message.timed
         or prepared.topic.startswith(SYSTEM_PREFIXES)
     )
 
@@ -179,10 +180,18 @@ class BatchSends:
     # -- running the groups ---------------------------------------------------------------
 
     def _launch(self, key: GroupKey, members: list[Member]) -> None:
+        """Send a flushed group: alone, or as batches routed per message, one per broker
+        its messages are dealt to (so healthy brokers stay round-robin per message)."""
         if len(members) == 1:
             self._spawn(self._alone, key, members[0], (), if_never_ran=self._never_ran(members))
-        else:
-            self._spawn(self._batch, key, members, if_never_ran=self._never_ran(members))
+            return
+        parts: list[tuple[MessageQueue | None, int]] = [(None, len(members))]
+        parts = list(self._sender.spread(key.topic, len(members)) or parts)
+        start = 0
+        for queue, count in parts:
+            part = members[start : start + count]
+            start += count
+            self._spawn(self._batch, key, part, queue, if_never_ran=self._never_ran(part))
 
     def _never_ran(self, members: list[Member]) -> Callable[[], None]:
         def fail() -> None:
@@ -191,17 +200,28 @@ class BatchSends:
         return fail
 
     async def _alone(
-        self, key: GroupKey, member: Member, before: tuple[AttemptRecord, ...]
+        self,
+        key: GroupKey,
+        member: Member,
+        before: tuple[AttemptRecord, ...],
+        queue: MessageQueue | None = None,
     ) -> None:
         """One member as an ordinary send (``before``: the batch attempts it was in)."""
         plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=member.deadline_ms)
-        job = SendJob(member.prepared, member.message, holds_slot=True)
+        job = SendJob(member.prepared, member.message, holds_slot=True, first_queue=queue)
         try:
             await settle(member.future, plan, self._sender.run(job, plan), before)
         finally:
             self._tracker.end(member.ticket)
 
-    async def _batch(self, key: GroupKey, members: list[Member]) -> None:
+    async def _batch(
+        self, key: GroupKey, members: list[Member], queue: MessageQueue | None
+    ) -> None:
+        """``members`` as one SEND_BATCH_MESSAGE (first to ``queue`` when given); a part of
+        one member is sent as an ordinary send, the same frame as without batching."""
+        if len(members) == 1:
+            await self._alone(key, members[0], (), queue)
+            return
         messages = tuple(m.message for m in members)
         deadline = min(m.deadline_ms for m in members)
         plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=deadline)
@@ -210,7 +230,7 @@ class BatchSends:
         except ProducerError:  # too large once encoded: each goes alone
             self._resend_alone(key, members, ())
             return
-        job = SendJob(prepared, messages[0], members=messages)
+        job = SendJob(prepared, messages[0], members=messages, first_queue=queue)
         try:
             result = await self._sender.run(job, plan)
         except ProducerError as exc:

@@ -10,12 +10,22 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from latency_fault import ROUTER_NAMES
-from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE
+from producer._remoting.codecs import Codec
+from producer._remoting.message_codec import DEFAULT_COMPRESS_LEVEL, DEFAULT_COMPRESS_THRESHOLD
+from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMER_MAX_DELAY_MS
 from producer._send.retry_policy import RetryPolicy
 from producer.errors import InvalidOptionError
 
 Routing = Literal["off", "classic_4_9", "classic_5", "adaptive"]
 DEFAULT_ROUTING: Routing = "adaptive"
+CompressType = Literal["zlib", "lz4", "zstd"]
+_CODECS: dict[str, Codec] = {"zlib": Codec.ZLIB, "lz4": Codec.LZ4, "zstd": Codec.ZSTD}
+# The levels each library takes (Java's Deflater -1..9; zstd 1..22; LZ4 has none).
+_LEVELS: dict[Codec, range] = {
+    Codec.ZLIB: range(-1, 10),
+    Codec.ZSTD: range(1, 23),
+    Codec.LZ4: range(-(2**31), 2**31),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +35,10 @@ class ProducerOptions:
     retry_times_when_send_async_failed: int = 2
     retry_another_broker_when_not_store_ok: bool = False
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
-    compress_over: int = 4096
+    compress_over: int = DEFAULT_COMPRESS_THRESHOLD  # compressMsgBodyOverHowmuch
+    compress_level: int = DEFAULT_COMPRESS_LEVEL  # compressLevel (zlib, zstd)
+    compress_type: CompressType = "zlib"  # compressType (5.x)
+    timer_max_delay_ms: int = DEFAULT_TIMER_MAX_DELAY_MS  # the brokers' timerMaxDelaySec
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy.default)
     routing: Routing = DEFAULT_ROUTING
     route_refresh_interval_ms: float = 30_000.0
@@ -64,6 +77,20 @@ class ProducerOptions:
                 raise InvalidOptionError(f"{name} must be an int >= 0, got {value!r}")
         if self.compress_over < 0:
             raise InvalidOptionError(f"compress_over must be >= 0, got {self.compress_over!r}")
+        codec = _CODECS.get(self.compress_type)
+        if codec is None:
+            raise InvalidOptionError(
+                f"compress_type must be one of {sorted(_CODECS)}, got {self.compress_type!r}"
+            )
+        level = self.compress_level
+        if isinstance(level, bool) or not isinstance(level, int) or level not in _LEVELS[codec]:
+            raise InvalidOptionError(
+                f"compress_level {level!r} is not a {self.compress_type} level "
+                f"({_LEVELS[codec].start}..{_LEVELS[codec].stop - 1})"
+            )
+        timer_max = self.timer_max_delay_ms
+        if isinstance(timer_max, bool) or not isinstance(timer_max, int) or timer_max <= 0:
+            raise InvalidOptionError(f"timer_max_delay_ms must be an int > 0, got {timer_max!r}")
         if self.close_timeout_ms < 0:
             raise InvalidOptionError(
                 f"close_timeout_ms must be >= 0, got {self.close_timeout_ms!r}"
@@ -85,6 +112,10 @@ class ProducerOptions:
             )
         if not isinstance(self.retry_policy, RetryPolicy):
             raise InvalidOptionError(f"retry_policy must be a RetryPolicy: {self.retry_policy!r}")
+
+    @property
+    def codec(self) -> Codec:
+        return _CODECS[self.compress_type]
 
 
 DEFAULT_OPTIONS = ProducerOptions()

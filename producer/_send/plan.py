@@ -180,6 +180,7 @@ class SendPlan:
             header.trace_on,
             header.transaction_id,
             tuple(self.attempts),
+            header.recall_handle,
         )
         if ok:
             return Finish(result=result)

@@ -15,6 +15,8 @@ class SendResult(msgspec.Struct, frozen=True):
     ``msg_id`` is the client-side unique id (UNIQ_KEY, kept across retries);
     ``offset_msg_id`` is the broker's id (store host + commit log offset). For a batch,
     ``msg_id`` and ``offset_msg_id`` are comma-joined, one per message.
+    ``recall_handle`` is set when a 5.3 broker answered one (a timed message); this SDK
+    keeps it for you but does not recall.
     """
 
     status: SendStatus
@@ -26,6 +28,7 @@ class SendResult(msgspec.Struct, frozen=True):
     trace_on: bool
     transaction_id: str | None
     attempts: tuple[AttemptRecord, ...]
+    recall_handle: str | None = None
 
     @property
     def msg_ids(self) -> list[str]:

@@ -21,7 +21,7 @@ import anyio
 import msgspec
 from opentelemetry.trace import Span
 
-from latency_fault import Router, choose_queue
+from latency_fault import Router, choose_queue, spread_batch
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, TopicRoute
@@ -51,6 +51,14 @@ class SendJob(msgspec.Struct, frozen=True):
     #: A transparent batch's messages: each holds its own in-flight slot, and hooks and
     #: spans see each one. Empty for every other send.
     members: tuple[Message, ...] = ()
+    #: The first attempt's queue, chosen with its neighbours' (:meth:`Sender.spread`);
+    #: retries choose again.
+    first_queue: MessageQueue | None = None
+
+    @property
+    def msg_ids(self) -> list[str]:
+        """One id per message: a transparent batch's are comma-joined in its UNIQ_KEY."""
+        return self.prepared.msg_id.split(",") if self.members else [self.prepared.msg_id]
 
 
 class _Send(msgspec.Struct, frozen=True):
@@ -80,22 +88,38 @@ class Sender:
         self.hooks = hooks
         self.telemetry = telemetry
         self.clock = clock
+        self._spread_turn = 0
+
+    def spread(self, topic: str, count: int) -> list[tuple[MessageQueue, int]] | None:
+        """Where a transparent batch of ``count`` messages to ``topic`` goes, per message
+        (``spread_batch``); ``None`` when the route is not cached yet (the batch then goes
+        as one, and the route lookup is the sender's as for any send)."""
+        route = self.routes.cached(topic)
+        if route is None or not len(route.snapshot):
+            return None
+        self._spread_turn += 1
+        now = int(self.clock.monotonic_ms())
+        return spread_batch(self.router, route.snapshot, count, now_ms=now, turn=self._spread_turn)
 
     async def run(self, job: SendJob, plan: SendPlan) -> SendResult | None:
         """The whole send: backpressure, route, attempts; raises the final error.
 
         Returns the result, or ``None`` for a oneway send (it gets no answer)."""
         started = self.clock.monotonic_ms()
-        telemetry = self.telemetry
-        if not telemetry.enabled(started):  # no OpenTelemetry SDK: not even no-op calls
-            try:
+        try:
+            if not self.telemetry.enabled(started):  # no OpenTelemetry SDK: no no-op calls
                 return await self._run_limited(_Send(job, plan, ()), started)
-            except ProducerError as exc:
-                _note_msg_id(exc, job)
-                raise
+            return await self._run_traced(job, plan, started)
+        except ProducerError as error:
+            if error.msg_id is None:  # the UNIQ_KEY it went out under, to resend with
+                error.msg_id = job.prepared.msg_id
+            raise
+
+    async def _run_traced(self, job: SendJob, plan: SendPlan, started: float) -> SendResult | None:
+        telemetry = self.telemetry
         topic = job.prepared.topic
         operation = plan.mode.value
-        msg_ids = job.prepared.msg_id.split(",") if job.members else [job.prepared.msg_id]
+        msg_ids = job.msg_ids
         if job.members and telemetry.tracing:  # each member's own span, as if sent alone
             spans = tuple(telemetry.start_send(topic, operation) for _ in job.members)
         else:
@@ -104,7 +128,6 @@ class Sender:
             result = await self._run_limited(_Send(job, plan, spans), started)
         except ProducerError as exc:
             telemetry.finish_error(spans, topic, exc, self._seconds_since(started), len(msg_ids))
-            _note_msg_id(exc, job)
             raise
         except BaseException:
             for span in spans:
@@ -137,7 +160,12 @@ class Sender:
         while isinstance(step, Dispatch):
             if step.number > 1:
                 route = self.routes.cached(route.topic) or route  # a refresh may have landed
-            queue = self._select(send.job, plan, route, now)
+            first = send.job.first_queue
+            queue = (
+                first
+                if first is not None and step.number == 1
+                else self._select(send.job, plan, route, now)
+            )
             decision, now = await self._attempt(send, route, queue, step, now)
             if isinstance(decision, Finish):
                 step = decision
@@ -167,7 +195,7 @@ class Sender:
         if route is None or not isinstance(step, Dispatch):
             return False
         queue = self._select(job, plan, route, now)
-        addr = route.broker_addrs.get(queue.broker_name, "")
+        addr = _master_addr(route, queue)
         request = build_send_request(job.prepared, queue, self.clock.wall_ms())
         waiter = self.client.start(addr, request, step.timeout_ms) if addr else None
         if waiter is None:
@@ -194,8 +222,7 @@ class Sender:
         except ProducerError as exc:
             decision = self._decide(job, plan, queue, start, None, exc)[0]
         except BaseException as exc:  # cancelled (nobody should) or a bug of ours
-            self.router.on_complete(queue.broker_name)
-            plan.on_cancelled(queue, self.clock.monotonic_ms() - start)
+            self._cancelled(plan, queue, start)
             error = ProducerError(f"internal error: {exc!r}", attempts=plan.attempts)
             decision = Finish(error=error)
         else:
@@ -251,7 +278,7 @@ class Sender:
     ) -> tuple[Retry | Finish, float]:
         """One attempt; returns the decision and the clock reading it ended at."""
         job, plan = send.job, send.plan
-        addr = route.broker_addrs.get(queue.broker_name, "")
+        addr = _master_addr(route, queue)
         contexts: list[AttemptContext] = []
         if self.hooks.active:
             contexts = self._hook_contexts(job, queue, addr, step.number)
@@ -278,8 +305,7 @@ class Sender:
             for ctx in contexts:
                 ctx.error, ctx.latency_ms = exc, latency
         except BaseException:
-            self.router.on_complete(broker)
-            plan.on_cancelled(queue, self.clock.monotonic_ms() - start)  # S8: no fault
+            self._cancelled(plan, queue, start)
             raise
         else:
             decision, now, latency = self._decide(job, plan, queue, start, answer, None)
@@ -295,6 +321,12 @@ class Sender:
             now = self.clock.monotonic_ms()
         return decision, now
 
+    def _cancelled(self, plan: SendPlan, queue: MessageQueue, start: float) -> None:
+        """An attempt ended without an outcome: the router is told it is over, but learns
+        no fault from it (S8)."""
+        self.router.on_complete(queue.broker_name)
+        plan.on_cancelled(queue, self.clock.monotonic_ms() - start)
+
     def _hook_contexts(
         self, job: SendJob, queue: MessageQueue, addr: str, number: int
     ) -> list[AttemptContext]:
@@ -303,10 +335,9 @@ class Sender:
             return [
                 AttemptContext(self.group, job.message, queue, addr, number, job.prepared.msg_id)
             ]
-        ids = job.prepared.msg_id.split(",")
         return [
             AttemptContext(self.group, message, queue, addr, number, msg_id)
-            for message, msg_id in zip(job.members, ids, strict=True)
+            for message, msg_id in zip(job.members, job.msg_ids, strict=True)
         ]
 
     def _record_fault(
@@ -327,6 +358,6 @@ class Sender:
         return (self.clock.monotonic_ms() - started_ms) / 1000.0
 
 
-def _note_msg_id(error: ProducerError, job: SendJob) -> None:
-    if error.msg_id is None:
-        error.msg_id = job.prepared.msg_id
+def _master_addr(route: TopicRoute, queue: MessageQueue) -> str:
+    """The address of the queue's broker (its master), ``""`` when the route has none."""
+    return route.broker_addrs.get(queue.broker_name, "")

@@ -18,10 +18,9 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TextIO
 
-from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS
 from producer.cli.common import EXIT_USAGE
 from producer.errors import InvalidOptionError
-from producer.testing import DevCluster, parse_topics
+from producer.testing import DEFAULT_DELAY_LEVELS, DevCluster, parse_topics
 
 __all__ = ["add_cluster_arguments", "run_cluster", "run_cluster_cli"]
 

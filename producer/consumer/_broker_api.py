@@ -39,6 +39,7 @@ from producer._remoting.consumer_requests import (
     update_offset_request,
 )
 from producer._remoting.message import MessageQueue
+from producer._remoting.message_codec import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK
 from producer._remoting.properties import (
     DELAY,
     MAX_RECONSUME_TIMES,
@@ -250,6 +251,8 @@ class BrokerApi:
             request = build_retry_send_request(
                 queue,
                 body=message.body,
+                # An undecodable body travels as stored, with the flag that says how.
+                sys_flag=message.sys_flag & _BODY_FLAGS if message.undecodable else 0,
                 flag=message.flag,
                 properties=properties,
                 born_timestamp=message.born_timestamp,
@@ -264,3 +267,6 @@ class BrokerApi:
             except (ProducerError, KeyError) as exc:
                 last = exc if isinstance(exc, ProducerError) else last
         raise last or NoRouteError(topic, self.routes.namesrv_addrs, "no queue to send back to")
+
+
+_BODY_FLAGS = COMPRESSED_FLAG | COMPRESSION_TYPE_MASK

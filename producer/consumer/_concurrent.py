@@ -92,9 +92,13 @@ class ConcurrentConsumption(Consumption):
 
     def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
         size = self.options.consume_batch_size
-        for start in range(0, len(messages), size):
+        good = [m for m in messages if m.undecodable is None]
+        batches = [good[start : start + size] for start in range(0, len(good), size)]
+        # alone: an undecodable message's failure must not drag its neighbours along
+        batches += [[m] for m in messages if m.undecodable is not None]
+        for batch in batches:
             self._tasks.enter()
-            self._pending.append((pq, messages[start : start + size]))
+            self._pending.append((pq, batch))
         self._staff()
 
     def _staff(self) -> None:

@@ -15,7 +15,7 @@ import anyio
 
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage
-from producer._consume.policy import SeenRecently
+from producer._consume.policy import DEAD_LETTER, SeenRecently
 from producer._remoting.message import MessageQueue
 from producer.consumer._telemetry import NO_SPAN, ConsumerTelemetry
 
@@ -174,6 +174,9 @@ class ListenerCall:
         caller goes on without yielding to the event loop), else the rest of the call for
         the caller to await (it settles what it holds first: it is about to wait) in the
         cancel scope it called this in (trio ties a call's scopes to its task's stack)."""
+        refused = _refuse_undecodable(batch, context)
+        if refused is not None:
+            return refused
         for message in batch:
             message.consume_start_ms = now_ms
         started = time.perf_counter()
@@ -243,19 +246,24 @@ class ListenerCall:
             if orderly and outcomes and time.perf_counter() > stop_at:
                 break
             started = time.perf_counter()
-            try:
-                result = self._listener(*((batch, context) if self._with_context else (batch,)))
-            except Exception as exc:
-                log.exception("listener raised on %d message(s)", len(batch))
-                verdict = Verdict(ConsumeStatus.RECONSUME_LATER, exc)
-            else:
-                verdict = _verdict(result)
+            verdict = _refuse_undecodable(batch, context) or self._call_one(batch, context)
             outcomes.append((verdict, time.perf_counter() - started))
             if orderly and verdict.status is not SUCCESS:
                 break
         return outcomes
 
+    def _call_one(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
+        try:
+            result = self._listener(*((batch, context) if self._with_context else (batch,)))
+        except Exception as exc:
+            log.exception("listener raised on %d message(s)", len(batch))
+            return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
+        return _verdict(result)
+
     async def _run(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
+        refused = _refuse_undecodable(batch, context)
+        if refused is not None:
+            return refused
         args: tuple[Any, ...] = (batch, context) if self._with_context else (batch,)
         try:
             if self._is_async:
@@ -266,6 +274,19 @@ class ListenerCall:
             log.exception("listener raised on %d message(s)", len(batch))
             return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
         return _verdict(result)
+
+
+def _refuse_undecodable(batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict | None:
+    """A batch holding a body that could not be decoded never reaches the listener: it
+    fails as a whole (consumption gives such a message a batch of its own)."""
+    for message in batch:
+        undecodable = message.undecodable
+        if undecodable is not None:
+            log.error("%s not consumed: %s", context.queue, undecodable)
+            if undecodable.permanent:  # a corrupt body stays corrupt: no retry helps
+                context.delay_level = DEAD_LETTER
+            return Verdict(ConsumeStatus.RECONSUME_LATER, undecodable)
+    return None
 
 
 def _verdict(result: object) -> Verdict:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from producer._consume.decisions import FlowLimits
 from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
+from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import ConsumeFromWhere, MessageModel
 from producer._remoting.delay_levels import DEFAULT_MAX_RECONSUME_TIMES
 from producer.errors import InvalidOptionError
@@ -47,6 +48,7 @@ class ConsumerOptions:
     close_timeout_ms: float = 10_000.0
     consume_timeout_ms: float = 15 * 60_000.0  # a listener call this old is sent back
     connect_timeout_ms: float = 3000.0
+    body_codecs: BodyCodecs = DEFAULT_CODECS  # LZ4/zstd libraries found here (a test seam)
 
     @classmethod
     def build(
@@ -121,3 +123,14 @@ def _non_negative(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidOptionError(f"{name}={value!r}: must be an integer >= 0")
     return value
+
+
+DEFAULT_OPTIONS = ConsumerOptions()  # PushConsumer's defaults: written once, above
+#: The tuning keywords PushConsumer spells out and passes to :meth:`ConsumerOptions.build`:
+#: the fields it does not compute, and the flow limits by their Java-like names.
+_COMPUTED = {"model", "consume_from", "consume_timestamp_ms", "flow"}
+TUNING = frozenset({f.name for f in fields(ConsumerOptions)} - _COMPUTED) | {
+    "max_cached_messages",
+    "max_cached_bytes",
+    "max_span",
+}

@@ -29,7 +29,7 @@ from producer._remoting.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._consumption import Consumption
 from producer.consumer._listener import RUN_MAX, ConsumeContext, ListenerCall, Verdict
-from producer.errors import ProducerError
+from producer.errors import ProducerError, UndecodableBodyError
 
 log = logging.getLogger("producer.consumer")
 
@@ -103,7 +103,8 @@ class OrderlyConsumption(Consumption):
     def _next_run(self, pq: ProcessQueue) -> list[list[ReceivedMessage]]:
         """The next batches from the head of the queue, in order: as many as a run takes
         (one while tracing, or with an idempotency guard: it must remember each success
-        before the next batch is split)."""
+        before the next batch is split), cut before an undecodable message (which goes
+        alone)."""
         if pq.dropped:
             return []
         call, size = self._call, self.options.consume_batch_size
@@ -113,6 +114,10 @@ class OrderlyConsumption(Consumption):
         else:  # an async call that waits is awaited alone, so its run can be long
             count = RUN_MAX if call.is_async and not call.telemetry.tracing else call.run_length()
         head = pq.head(size * count)
+        for index, message in enumerate(head):
+            if message.undecodable is not None:
+                head = head[:index] or [message]
+                break
         return [head[start : start + size] for start in range(0, len(head), size)]
 
     async def _consume_run(self, pq: ProcessQueue, run: list[list[ReceivedMessage]]) -> float:
@@ -203,7 +208,10 @@ class OrderlyConsumption(Consumption):
         context: ConsumeContext,
     ) -> float:
         """A batch that failed: retried here after a pause, or dead-lettered."""
-        hopeless = not self.options.retry_policy.retries(verdict.error)
+        error = verdict.error
+        hopeless = not self.options.retry_policy.retries(error) or (
+            isinstance(error, UndecodableBodyError) and error.permanent
+        )
         if hopeless:  # the policy says this failure is final: every message of it is dead
             retry = OrderlyRetry(dead=fresh, again=[])
         else:

@@ -107,7 +107,10 @@ class QueueWorker:
         try:
             result = await self.api.pull(params, options.suspend_timeout_ms + PULL_RPC_MARGIN_MS)
             found = decode_pulled(
-                result.body, params.queue.broker_name, max_body_bytes=MAX_BODY_BYTES
+                result.body,
+                params.queue.broker_name,
+                max_body_bytes=MAX_BODY_BYTES,
+                codecs=options.body_codecs,
             )
         except ProducerError as exc:
             log.debug("%s: pull failed (%s); retrying", self.pq.queue, exc)
@@ -130,6 +133,10 @@ class QueueWorker:
         subscription = self.subscription
         if not subscription.is_all:  # the broker filtered by hash code; this is exact
             messages = [m for m in messages if subscription.matches(m.tags)]
+        for message in messages:
+            if message.undecodable is not None:
+                # Consumed as a failure (retried or dead-lettered), never as the message.
+                log.error("%s: %s", self.pq.queue, message.undecodable)
         added = self.pq.put(messages)
         if added:
             self.consumption.submit(self.pq, added)

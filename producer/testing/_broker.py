@@ -14,16 +14,15 @@ import random
 import re
 from collections.abc import Callable
 
-import msgspec
-
-from producer._remoting.codes import RequestCode, ResponseCode
+from producer._remoting.codes import TIMER_BROKER_VERSION, V4_9_4, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
 from producer._remoting.frame import decode_payload, encode_frame
-from producer._remoting.message_codec import decode_batch, decompress_body
+from producer._remoting.message_codec import decode_batch, decompress_body, is_compressed
 from producer._remoting.properties import (
     CLUSTER,
     DELAY,
+    TIMER_OUT_MS,
     WAIT,
     decode_properties,
     encode_properties,
@@ -34,8 +33,9 @@ from producer._remoting.send_header import (
     SendMessageRequestHeader,
     parse_send_request_header,
 )
-from producer.errors import RemoteProtocolError
+from producer.errors import ProducerError, RemoteProtocolError
 from producer.testing._acl import AccessControl
+from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
 from producer.testing._schedule import SCHEDULE_TOPIC
@@ -53,6 +53,8 @@ from producer.testing._store import (
     properties_length,
     stored_size,
 )
+from producer.testing._timer import TIMER_TOPIC, TimerIllegal, TimerWheel, recall_handle
+from producer.testing._transactions import TransactionConfig, Transactions
 
 __all__ = ["MAX_MESSAGE_SIZE", "SEND_CODES", "Broker", "not_supported"]
 
@@ -94,15 +96,6 @@ def _illegal_remark() -> str:
     )
 
 
-class _HeartbeatBody(msgspec.Struct):
-    clientID: str  # noqa: N815 - wire name
-    producerDataSet: list[dict[str, object]] = []  # noqa: N815 - wire name
-    consumerDataSet: list[dict[str, object]] = []  # noqa: N815 - wire name
-
-
-_heartbeat_decoder = msgspec.json.Decoder(_HeartbeatBody)
-
-
 class _Refusal(Exception):
     """A send refused by a check; carries the response code and remark."""
 
@@ -132,14 +125,21 @@ class Broker:
         access: AccessControl | None = None,
         delay_levels: DelayLevels | None = None,
         hold_check_ms: float | None = None,
+        version: int = V4_9_4,
+        transactions: TransactionConfig | None = None,
     ) -> None:
         self.name = name
+        self.version = version  # MQVersion ordinal, in every answer
+        self._clock_ms = clock_ms
+        self.timer = TimerWheel() if version >= TIMER_BROKER_VERSION else None
         self.access = access
         self.cluster_name = cluster_name
         self.auto_create_topic = auto_create_topic
         self.region = region
         self.store = BrokerStore(name, clock_ms=clock_ms)
-        self.clients: dict[str, set[str]] = {}
+        self.transactions = Transactions(
+            self.store, clock_ms=clock_ms, config=transactions or TransactionConfig()
+        )
         self._rng = rng
         self._on_topic_created = on_topic_created
         self.consume = ConsumeSide(
@@ -165,8 +165,19 @@ class Broker:
     def __repr__(self) -> str:
         return f"Broker({self.name}, auto_create_topic={self.auto_create_topic}, {self.store!r})"
 
+    def tick(self) -> None:
+        """Deliver what fell due (timer, delay levels), time out held pulls."""
+        if self.timer is not None:
+            self.timer.deliver_due(self._clock_ms(), self.store, self.put)
+        self.consume.tick()
+        self.transactions.tick()
+
     def set_store_host(self, host: str, port: int) -> None:
         self.store.set_store_host(host, port)
+
+    def channel_closed(self, channel: Channel) -> None:
+        self.consume.channel_closed(channel)
+        self.transactions.producers.channel_closed(channel)
 
     # -- RequestHandler ------------------------------------------------------------------
 
@@ -189,14 +200,17 @@ class Broker:
             response = self.process_other(request, channel)
         if request.is_oneway or response is None:
             return None
+        response.version = self.version
         return Reply(encode_frame(response), decision.delay)
 
-    def process_other(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+    def process_other(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         code = request.code
+        if code == RequestCode.END_TRANSACTION:
+            return self.transactions.end(request)
         if code == RequestCode.HEART_BEAT:
-            return self._heartbeat(request, channel)
+            return answer_heartbeat(request, channel, self.transactions.producers, self.consume)
         if code == RequestCode.UNREGISTER_CLIENT:
-            return self._unregister(request)
+            return answer_unregister(request, self.transactions.producers, self.consume)
         if code == RequestCode.GET_MAX_OFFSET:
             return self._max_offset(request)
         return not_supported(request)
@@ -229,10 +243,21 @@ class Broker:
                 header.topic, header.reconsume_times, header.max_reconsume_times, request.version
             )
             topic, put_queue = (header.topic, queue_id) if target is None else target
-            stored = [self.put(topic, put_queue, pending[0], True, sized_as=header.topic)]
+            half = self.transactions.prepare(header.properties, topic, put_queue, pending[0])
+            try:
+                stored = [
+                    half or self.put(topic, put_queue, pending[0], True, sized_as=header.topic)
+                ]
+            except TimerIllegal as illegal:
+                code = ResponseCode.MESSAGE_ILLEGAL
+                return request.make_response(code, ext_fields=trace, remark=str(illegal))
         return request.make_response(
             decision.store_status or ResponseCode.SUCCESS,
-            ext_fields={**_send_fields(stored, queue_id), **trace},
+            ext_fields={
+                **_send_fields(stored, queue_id),
+                **trace,
+                **({} if header.batch else recall_handle(stored[0], self.name)),
+            },
         )
 
     def _check(self, header: SendMessageRequestHeader, peer: str) -> TopicConfig:
@@ -285,8 +310,10 @@ class Broker:
         grown = 0
         if may_delay:
             before = properties_length(pending.properties)
+            if self.timer is not None:  # a 5.x broker: HookUtils.handleScheduleMessage
+                topic, queue_id = self.timer.divert(topic, queue_id, pending, self._clock_ms())
             topic, queue_id = self.consume.put_target(topic, queue_id, pending)
-            if topic == SCHEDULE_TOPIC:
+            if topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
                 grown = properties_length(pending.properties) - before
         grown += len(topic.encode()) - len(measured.encode())
         if grown:
@@ -294,6 +321,8 @@ class Broker:
         stored = self.store.append(topic, queue_id, [pending])[0]
         if topic == SCHEDULE_TOPIC:
             self.consume.scheduled(stored)
+        elif topic == TIMER_TOPIC and self.timer is not None:
+            self.timer.scheduled(int(stored.properties[TIMER_OUT_MS]), stored.commit_log_offset)
         return stored
 
     def _topic_created(self, config: TopicConfig) -> None:
@@ -341,6 +370,7 @@ class Broker:
         return [
             PendingMessage(
                 body=_inflate(body, header.sys_flag),
+                wire_body=body if is_compressed(header.sys_flag) else None,
                 properties=props,
                 size=size,
                 born_timestamp=header.born_timestamp,
@@ -389,36 +419,6 @@ class Broker:
 
     # -- other requests ------------------------------------------------------------------
 
-    def _heartbeat(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
-        try:
-            heartbeat = _heartbeat_decoder.decode(request.body)
-        except msgspec.DecodeError as exc:
-            return _system_error(request, f"HeartbeatData decode failed: {exc}")
-        groups = self.clients.setdefault(heartbeat.clientID, set())
-        for producer in heartbeat.producerDataSet:
-            group = producer.get("groupName")
-            if isinstance(group, str):
-                groups.add(group)
-        if heartbeat.consumerDataSet:
-            self.consume.heartbeat(heartbeat.clientID, heartbeat.consumerDataSet, channel)
-        return request.make_response(ResponseCode.SUCCESS)
-
-    def _unregister(self, request: RemotingCommand) -> RemotingCommand:
-        client_id = request.field("clientID")
-        if client_id is None:
-            return _system_error(
-                request, f"{_REMOTING_EXCEPTION}: the custom field <clientID> is null"
-            )
-        consumer_group = request.field("consumerGroup")
-        if consumer_group:
-            self.consume.unregister(consumer_group, client_id)
-        groups = self.clients.get(client_id)
-        if groups is not None:
-            groups.discard(request.field("producerGroup") or "")
-            if not groups:
-                del self.clients[client_id]
-        return request.make_response(ResponseCode.SUCCESS, ext_fields={})
-
     def _max_offset(self, request: RemotingCommand) -> RemotingCommand:
         topic, queue_id = request.field("topic"), request.field("queueId")
         if topic is None or queue_id is None or not queue_id.lstrip("-").isdigit():
@@ -430,10 +430,11 @@ class Broker:
 
 
 def _inflate(body: bytes, sys_flag: int) -> bytes:
-    """The original body; a broker does not look inside, so a bad one is kept as sent."""
+    """The original body, for inspection; a broker does not look inside, so a body that
+    does not decode here (corrupt, or no LZ4/zstd library) is kept as sent."""
     try:
         return decompress_body(body, sys_flag, max_size=64 * MAX_MESSAGE_SIZE)
-    except RemoteProtocolError:
+    except ProducerError:
         return body
 
 

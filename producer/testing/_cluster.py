@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from producer._remoting.codes import V4_9_4, V5_3_3
 from producer._remoting.delay_levels import (
     DEFAULT_DELAY_LEVELS,
     DelayLevels,
@@ -36,11 +37,14 @@ from producer.testing._store import (
     TopicConfig,
 )
 from producer.testing._tls import server_tls
+from producer.testing._transactions import TransactionConfig
 
 __all__ = ["DevCluster", "broker_name", "parse_topics"]
 
 
 log = logging.getLogger("producer.testing")
+#: ``broker_version=``: the code in every broker answer; 5.x adds the timer (README).
+BROKER_VERSIONS = {"4.9.4": V4_9_4, "5.x": V5_3_3}
 TICK_SECONDS = 0.02  # delayed delivery and long-poll timeouts are this precise
 
 
@@ -110,6 +114,10 @@ class DevCluster:
     answered when a message arrives or exactly at its timeout; ``pull_hold_check_ms=5000``
     times held pulls out as 4.9.4's PullRequestHoldService does, at checks 5 s apart (up
     to 5 s late, the first check 5 s after start).
+    ``broker_version="5.x"`` plays a 5.3.3 broker (its version code, timed delivery on
+    ``clock_ms``); the default plays 4.9.4.
+    ``transactions`` (a :class:`~producer.testing.TransactionConfig`) sets the brokers'
+    transaction timeout, check interval and maximum checks, run on ``clock_ms``.
     ``tls=True`` serves TLS everywhere with a certificate made at start for 127.0.0.1 /
     localhost (clients: :meth:`client_ssl_context`); or pass a server ``SSLContext``.
 
@@ -136,7 +144,12 @@ class DevCluster:
         delay_levels: str = DEFAULT_DELAY_LEVELS,
         clock_ms: Callable[[], int] | None = None,
         pull_hold_check_ms: float | None = None,
+        broker_version: str = "4.9.4",
+        transactions: TransactionConfig | None = None,
     ) -> None:
+        if broker_version not in BROKER_VERSIONS:
+            raise ValueError(f"broker_version {broker_version!r}: one of {sorted(BROKER_VERSIONS)}")
+        self.broker_version = broker_version
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         names = [broker_name(i) for i in range(brokers)]
@@ -150,6 +163,7 @@ class DevCluster:
         self._delay_levels = parse_delay_levels(delay_levels)
         self._clock_ms = clock_ms or _wall_clock_ms
         self._pull_hold_check_ms = pull_hold_check_ms
+        self._transactions = transactions
         self._ticker: asyncio.Task[None] | None = None
         self.http_port = http_port
         self._access = None if acl is None else AccessControl(acl)
@@ -184,7 +198,7 @@ class DevCluster:
                 port=port,
                 rng=self._rng(f"{name}/faults"),
                 ssl=serving,
-                on_close=handler.consume.channel_closed if isinstance(handler, Broker) else None,
+                on_close=handler.channel_closed if isinstance(handler, Broker) else None,
             )
             if auto:
                 self._register(
@@ -222,6 +236,8 @@ class DevCluster:
             access=self._access,
             delay_levels=self._delay_levels,
             hold_check_ms=self._pull_hold_check_ms,
+            version=BROKER_VERSIONS[self.broker_version],
+            transactions=self._transactions,
         )
 
     def __repr__(self) -> str:
@@ -287,15 +303,12 @@ class DevCluster:
             self.tick()
 
     def tick(self) -> None:
-        """Act on the brokers' clocks now: deliver what is due, time out held pulls, expire.
-
-        The cluster does this every 20 ms by itself; a test driving a fake ``clock_ms``
-        calls it after moving the clock, so what fell due is delivered before its next step.
-        """
+        """Act on the brokers' clocks now (delayed delivery, held pulls, expiry, transaction
+        checks): every 20 ms by itself; a test moving a fake ``clock_ms`` calls it."""
         for handler in self._handlers.values():
             if isinstance(handler, Broker):
                 try:
-                    handler.consume.tick()
+                    handler.tick()
                 except Exception:  # a bug must not stop time for the others
                     log.exception("%s: tick failed", handler.name)
 
@@ -380,9 +393,8 @@ class DevCluster:
 
     def _handler_count(self, name: str, topic: str | None) -> int:
         handler = self._handlers[name]
-        if isinstance(handler, SinkBroker):
-            return handler.message_count(topic)
-        return handler.store.message_count(topic)
+        store = handler if isinstance(handler, SinkBroker) else handler.store
+        return store.message_count(topic)
 
     def messages(self, topic: str | None = None) -> list[StoredMessage]:
         """Stored messages, broker by broker, each by queue then offset (none in sink mode)."""
@@ -407,7 +419,24 @@ class DevCluster:
         handler = self._handlers[broker]
         if isinstance(handler, SinkBroker):
             return {}
-        return {client: frozenset(groups) for client, groups in handler.clients.items()}
+        groups = handler.transactions.producers.groups()
+        return {client: frozenset(names) for client, names in groups.items()}
+
+    def drop_before(
+        self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
+    ) -> dict[tuple[str, int], int]:
+        """Drop ``topic``'s messages below queue offset ``offset`` (on one broker / queue, or
+        all), as a broker deleting its oldest commit-log files does: GET_MIN_OFFSET and pulls
+        then report the new minimum, and a pull below it is answered OFFSET_MOVED.
+        Returns ``{(broker, queue_id): new minimum}``."""
+        moved: dict[tuple[str, int], int] = {}
+        for name in [broker] if broker is not None else self.broker_names:
+            store = self._broker(name).store
+            config = store.topic(topic)
+            queues = range(config.read_queue_nums) if config is not None else range(0)
+            for queue in [queue_id] if queue_id is not None else queues:
+                moved[(name, queue)] = store.drop_before(topic, queue, offset)
+        return moved
 
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""

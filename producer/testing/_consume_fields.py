@@ -68,10 +68,12 @@ def pending_copy(
 ) -> PendingMessage:
     """``message`` put again under ``topic`` (send-back, a delayed message falling due)."""
     text = encode_properties(props)
+    stored_body = message.body if message.wire_body is None else message.wire_body
     return PendingMessage(
         body=message.body,
+        wire_body=message.wire_body,
         properties=props,
-        size=stored_size(len(message.body), len(topic.encode()), len(text.encode())),
+        size=stored_size(len(stored_body), len(topic.encode()), len(text.encode())),
         born_timestamp=message.born_timestamp,
         sys_flag=message.sys_flag,
         flag=message.flag,
@@ -124,12 +126,12 @@ QUEUE_QUERIES = frozenset(
 
 
 def queue_query(request: RemotingCommand, store: BrokerStore) -> RemotingCommand:
-    """GET_MIN_OFFSET (always 0: nothing ages out), GET_EARLIEST_MSG_STORETIME, and
-    SEARCH_OFFSET_BY_TIMESTAMP of one queue."""
+    """GET_MIN_OFFSET (0 unless the cluster dropped old messages), GET_EARLIEST_MSG_STORETIME,
+    and SEARCH_OFFSET_BY_TIMESTAMP of one queue."""
     topic = need(request, "topic")
-    if request.code == RequestCode.GET_MIN_OFFSET:
-        return offset_answer(request, 0)
     queue_id = int_field(request, "queueId")
+    if request.code == RequestCode.GET_MIN_OFFSET:
+        return offset_answer(request, store.min_offset(topic, queue_id))
     if request.code == RequestCode.GET_EARLIEST_MSG_STORETIME:
         earliest = str(store.earliest_store_time(topic, queue_id))
         return request.make_response(ResponseCode.SUCCESS, ext_fields={"timestamp": earliest})
@@ -139,9 +141,9 @@ def queue_query(request: RemotingCommand, store: BrokerStore) -> RemotingCommand
 
 def pulled_record(message: StoredMessage) -> StoreRecord:
     """The commit-log record a pull returns for ``message``."""
-    body = message.body
-    if is_compressed(message.sys_flag):
-        body, _ = compress_body(body, 0)  # the store keeps bodies inflated; re-deflate
+    body = message.body if message.wire_body is None else message.wire_body
+    if message.wire_body is None and is_compressed(message.sys_flag):
+        body, _ = compress_body(body, 0)  # stored inflated by an older path: re-deflate
     return StoreRecord(
         topic=message.topic,
         queue_id=message.queue_id,
@@ -156,6 +158,7 @@ def pulled_record(message: StoredMessage) -> StoreRecord:
         sys_flag=message.sys_flag,
         flag=message.flag,
         reconsume_times=message.reconsume_times,
+        prepared_transaction_offset=message.prepared_transaction_offset,
         body_crc=body_crc(body),
     )
 
@@ -168,8 +171,9 @@ def get_messages(
     if max_offset == 0:
         code = ResponseCode.PULL_NOT_FOUND if offset == 0 else ResponseCode.PULL_OFFSET_MOVED
         return code, "NO_MESSAGE_IN_QUEUE", 0, []
-    if offset < 0:
-        return ResponseCode.PULL_OFFSET_MOVED, "OFFSET_TOO_SMALL", 0, []
+    min_offset = store.min_offset(topic, queue_id)
+    if offset < min_offset:  # nextOffsetCorrection: a master suggests the minimum
+        return ResponseCode.PULL_OFFSET_MOVED, "OFFSET_TOO_SMALL", min_offset, []
     if offset == max_offset:
         return ResponseCode.PULL_NOT_FOUND, "OFFSET_OVERFLOW_ONE", offset, []
     if offset > max_offset:

@@ -93,11 +93,15 @@ class PendingMessage:
     flag: int = 0
     born_host: str = ""
     reconsume_times: int = 0
+    wire_body: bytes | None = None  # a compressed body as sent (``body`` is inflated)
+    prepared_transaction_offset: int = 0  # a committed transaction's half message
 
 
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
-    """A message as the dev cluster stored it (``body`` is decompressed)."""
+    """A message as the dev cluster stored it. ``body`` is decompressed (the bytes as sent
+    when they do not decode); a compressed body is also kept as sent, in ``wire_body``,
+    and a pull returns those bytes with the sysFlag the producer set."""
 
     topic: str
     queue_id: int
@@ -115,6 +119,8 @@ class StoredMessage:
     born_host: str = ""
     reconsume_times: int = 0
     store_host: str = ""
+    wire_body: bytes | None = None
+    prepared_transaction_offset: int = 0
 
     @property
     def tags(self) -> str | None:
@@ -151,6 +157,7 @@ class BrokerStore:
         self._clock_ms = clock_ms
         self._queues: dict[tuple[str, int], list[StoredMessage]] = {}
         self._next_offset: dict[tuple[str, int], int] = {}
+        self._min_offset: dict[tuple[str, int], int] = {}  # raised by drop_before only
         self._stats: dict[str, _TopicStats] = {}
         self._by_commit_offset: dict[int, StoredMessage] = {}
         self._id_prefix = ""
@@ -208,6 +215,8 @@ class BrokerStore:
                 born_host=pending.born_host,
                 reconsume_times=pending.reconsume_times,
                 store_host=self.store_host,
+                wire_body=pending.wire_body,
+                prepared_transaction_offset=pending.prepared_transaction_offset,
             )
             stored.append(message)
             self.commit_log_offset += pending.size
@@ -225,9 +234,24 @@ class BrokerStore:
         return stored
 
     def read(self, topic: str, queue_id: int, offset: int, max_count: int) -> list[StoredMessage]:
-        """Up to ``max_count`` messages of one queue from queue offset ``offset`` on."""
+        """Up to ``max_count`` messages of one queue from queue offset ``offset`` on (none
+        below the queue's minimum offset: those were dropped)."""
         queue = self._queues.get((topic, queue_id), [])
-        return queue[max(offset, 0) : max(offset, 0) + max_count]
+        start = max(offset, self.min_offset(topic, queue_id))
+        return queue[start : start + max_count]
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        """``getMinOffsetInQueue``: the first offset still stored (0 unless dropped)."""
+        return self._min_offset.get((topic, queue_id), 0)
+
+    def drop_before(self, topic: str, queue_id: int, offset: int) -> int:
+        """Forget the queue's messages below ``offset`` (clamped to the queue's max), as a
+        broker does when its oldest commit-log files are deleted; returns the new minimum.
+        The minimum only rises."""
+        key = (topic, queue_id)
+        new_min = max(self.min_offset(topic, queue_id), min(offset, self.max_offset(*key)))
+        self._min_offset[key] = new_min
+        return new_min
 
     def message_at(self, commit_log_offset: int) -> StoredMessage | None:
         """``lookMessageByOffset``: the message stored at a commit-log offset."""
@@ -236,23 +260,24 @@ class BrokerStore:
     def earliest_store_time(self, topic: str, queue_id: int) -> int:
         """``getEarliestMessageTime``: the store time of the queue's first message, -1 if
         it has none."""
-        queue = self._queues.get((topic, queue_id))
+        queue = self._queues.get((topic, queue_id), [])[self.min_offset(topic, queue_id) :]
         return queue[0].store_timestamp if queue else -1
 
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """``getOffsetInQueueByTime``: the offset whose store time is closest to
         ``timestamp_ms`` (the last message's for a later time, 0 for an unknown queue)."""
-        queue = self._queues.get((topic, queue_id), [])
+        first = self.min_offset(topic, queue_id)
+        queue = self._queues.get((topic, queue_id), [])[first:]
         if not queue:
-            return 0
+            return first
         times = [m.store_timestamp for m in queue]
         index = bisect.bisect_left(times, timestamp_ms)
         if index >= len(queue):
-            return len(queue) - 1
+            return first + len(queue) - 1
         if index == 0 or times[index] == timestamp_ms:
-            return index
+            return first + index
         before, after = timestamp_ms - times[index - 1], times[index] - timestamp_ms
-        return index - 1 if before <= after else index
+        return first + (index - 1 if before <= after else index)
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """The next queue offset (``getMaxOffsetInQueue``): 0 for an unknown queue."""

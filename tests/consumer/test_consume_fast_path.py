@@ -57,7 +57,10 @@ async def test_each_call_of_a_plain_run_has_its_own_verdict() -> None:
     call = ListenerCall(listener, 4, telemetry=ConsumerTelemetry("g"), clock_ms=lambda: 0.0)
     context = ConsumeContext(None)  # type: ignore[arg-type]
     kinds = ["ok", "raise", "return-error", "none", "ok"]
-    calls = [([SimpleNamespace(kind=k, topic="T", consume_start_ms=0.0)], context) for k in kinds]
+    calls = [
+        ([SimpleNamespace(kind=k, topic="T", consume_start_ms=0.0, undecodable=None)], context)
+        for k in kinds
+    ]
     verdicts = await call.run_plain(calls, 0.0)  # type: ignore[arg-type]
     statuses = [v.status for v in verdicts]
     ok, later = ConsumeStatus.SUCCESS, ConsumeStatus.RECONSUME_LATER

@@ -120,7 +120,7 @@ async def test_an_async_call_resumed_after_its_first_suspension_ends_as_awaited(
     started = call.start([], ConsumeContext(None), 0.0)  # type: ignore[arg-type]
     assert not isinstance(started, Verdict) and steps == ["before"]
     assert await started == Verdict(ConsumeStatus.SUCCESS)
-    one = [SimpleNamespace(consume_start_ms=0.0)]
+    one = [SimpleNamespace(consume_start_ms=0.0, undecodable=None)]
     assert await _verdict_of(call, one) == Verdict(  # type: ignore[arg-type]
         ConsumeStatus.RECONSUME_LATER, boom
     )

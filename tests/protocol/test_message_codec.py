@@ -12,9 +12,7 @@ from hypothesis import strategies as st
 
 from producer._remoting.message_codec import (
     COMPRESSED_FLAG,
-    COMPRESSION_LZ4_TYPE,
     COMPRESSION_ZLIB_TYPE,
-    COMPRESSION_ZSTD_TYPE,
     BatchItem,
     CompressionType,
     compress_body,
@@ -54,14 +52,6 @@ def test_uncompressed_bodies_pass_through() -> None:
 def test_compressed_flag_without_type_bits_means_zlib() -> None:
     assert compression_type(COMPRESSED_FLAG) is CompressionType.ZLIB
     assert decompress_body(zlib.compress(b"old"), COMPRESSED_FLAG) == b"old"
-
-
-@pytest.mark.parametrize(
-    ("type_bits", "name"), [(COMPRESSION_LZ4_TYPE, "LZ4"), (COMPRESSION_ZSTD_TYPE, "ZSTD")]
-)
-def test_lz4_and_zstd_are_refused_clearly(type_bits: int, name: str) -> None:
-    with pytest.raises(RemoteProtocolError, match=f"{name}-compressed bodies are not supported"):
-        decompress_body(b"\x00", COMPRESSED_FLAG | type_bits)
 
 
 def test_unknown_compression_type_is_a_protocol_error() -> None:

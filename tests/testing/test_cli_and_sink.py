@@ -78,7 +78,7 @@ def test_cli_subprocess_json_output_and_clean_sigterm() -> None:
     ) as proc:
         assert proc.stdout is not None
         info = json.loads(proc.stdout.readline())
-        assert set(info) == {"namesrv", "brokers", "http"}
+        assert set(info) == {"namesrv", "brokers", "http", "delay_levels_ms"}
         assert list(info["brokers"]) == ["broker-a", "broker-b", "broker-c"]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
@@ -98,8 +98,10 @@ def test_cli_reports_a_busy_port(capsys: pytest.CaptureFixture[str]) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert run_cluster_cli(["--namesrv-port", str(port)]) == 1
-    assert "cannot start" in capsys.readouterr().err
+        assert run_cluster_cli(["--namesrv-port", str(port)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "cannot start" in line and "already in use" in line
+    assert "or 0 for any free port" in line
 
 
 # -- sink -------------------------------------------------------------------------------

@@ -14,12 +14,14 @@ from producer.testing import DevCluster
 def test_all_names_exist_and_are_documented() -> None:
     assert sorted(producer.testing.__all__) == [
         "Account",
+        "DEFAULT_DELAY_LEVELS",
         "DevCluster",
         "DevClusterThread",
         "FaultSpec",
         "FaultSpecError",
         "StoredMessage",
         "TopicConfig",
+        "TransactionConfig",
         "parse_topics",
     ]
     for name in producer.testing.__all__:

@@ -1,0 +1,90 @@
+"""Timed delivery (5.x ``TIMER_DELIVER_MS`` / ``TIMER_DELAY_MS``): checked before a send.
+
+A broker before 5.0 has no timer: it stores the message for delivery at once, silently.
+So a timed message goes out only when every broker of its topic's route is known to be
+5.x. A broker's version is in every response it sends (``RemotingCommand.version``);
+the first timed message for a broker not heard from yet asks it once (GET_MAX_OFFSET,
+the probe the producer already uses) and remembers the answer per address. A 4.x broker
+raises :class:`TimedDeliveryUnsupportedError` before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from producer._client.clock import Clock
+from producer._client.remoting import RemotingClient
+from producer._client.routes import RouteTable
+from producer._remoting.codes import TIMER_BROKER_VERSION, version_name
+from producer._remoting.message import Message
+from producer._remoting.requests import max_offset_request
+from producer._remoting.validation import check_timer_window
+from producer._send.async_sends import Spawn
+from producer._send.future import SendFuture
+from producer._send.tracker import SendTracker
+from producer.errors import ProducerClosedError, ProducerError, TimedDeliveryUnsupportedError
+
+__all__ = ["TimerGate"]
+
+
+class TimerGate:
+    """One per producer: the brokers' versions it has learned, by address."""
+
+    __slots__ = ("_client", "_clock", "_max_delay_ms", "_routes", "versions")
+
+    def __init__(
+        self, routes: RouteTable, client: RemotingClient, clock: Clock, max_delay_ms: int
+    ) -> None:
+        self._routes = routes
+        self._client = client
+        self._clock = clock
+        self._max_delay_ms = max_delay_ms
+        self.versions: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"TimerGate(versions={self.versions})"
+
+    async def check(self, message: Message, budget_ms: float) -> None:
+        """Raise unless ``message``'s time is valid and its topic's brokers are 5.x."""
+        check_timer_window(message, self._clock.wall_ms(), self._max_delay_ms)
+        deadline = self._clock.monotonic_ms() + budget_ms
+        route = await self._routes.get(message.topic, deadline)
+        for name, addr in sorted(route.broker_addrs.items()):
+            version = self.versions.get(addr)
+            if version is None:
+                remaining = max(deadline - self._clock.monotonic_ms(), 1.0)
+                response = await self._client.invoke(
+                    addr, max_offset_request(message.topic, 0), remaining
+                )
+                version = self.versions[addr] = response.version
+            if version < TIMER_BROKER_VERSION:
+                raise TimedDeliveryUnsupportedError(name, addr, version_name(version))
+
+    def then_send_async(
+        self,
+        message: Message,
+        budget_ms: float,
+        future: SendFuture,
+        send: Callable[[], None],
+        *,
+        spawn: Spawn,
+        tracker: SendTracker,
+    ) -> None:
+        """A timed ``send_async``: checked in a task the producer owns (``flush`` waits for
+        it), then ``send()`` starts it alone; a refusal settles ``future``."""
+        ticket = tracker.begin()
+
+        async def check_then_send() -> None:
+            try:
+                await self.check(message, budget_ms)
+                send()
+            except ProducerError as exc:
+                future.set_error(exc)
+            finally:
+                tracker.end(ticket)
+
+        def never_ran() -> None:
+            future.set_error(ProducerClosedError("producer closed before the send started"))
+            tracker.end(ticket)
+
+        spawn(check_then_send, if_never_ran=never_ran)

@@ -1,0 +1,1 @@
+"""Transactional messages: :class:`TransactionProducer` and the checks it answers."""

@@ -1,0 +1,196 @@
+"""Answering the broker's CHECK_TRANSACTION_STATE (``ClientRemotingProcessor.checkTransactionState``
+and ``DefaultMQProducerImpl.checkTransactionState`` of 4.9.4).
+
+A check arrives on a connection's reader, which must not block: it is queued (at most
+``max_pending`` waiting; more are dropped, the broker asks again next round, as Java's
+bounded check executor rejects them) and answered by ``workers`` tasks. Each answer is
+a oneway END_TRANSACTION to the broker that asked, with ``fromTransactionCheck=true``.
+
+What a worker answers, decided before anything is done:
+
+* the message's transaction is still running in this process (``execute`` or a two-step
+  half not ended yet): UNKNOWN, without asking the check function - it would read state
+  the local transaction has not committed yet, and a second commit stores a duplicate;
+* otherwise the check function's state; if it raises, UNKNOWN with Java's remark; if it
+  takes longer than ``timeout_ms``, UNKNOWN (it is cancelled when it is async).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from producer._consume.message import ReceivedMessage, received_message
+from producer._remoting.codes import RequestCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.transaction import (
+    CHECK_FAILED_REMARK,
+    CheckRequest,
+    EndTransaction,
+    TransactionState,
+    end_after_check,
+    parse_check_request,
+)
+from producer.errors import ProducerError
+
+log = logging.getLogger("producer.transactions")
+
+#: The user's check: the message as the broker stored it -> its transaction's state.
+CheckFunction = Callable[[ReceivedMessage], "TransactionState | Awaitable[TransactionState]"]
+#: Writes an END_TRANSACTION to a broker address (raises ProducerError if it cannot).
+EndWriter = Callable[[str, EndTransaction], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    address: str
+    request: CheckRequest
+
+
+def describe(exc: BaseException) -> str:
+    """``RemotingHelper.exceptionSimpleDesc``: the exception, then where it was raised."""
+    text = f"{type(exc).__name__}: {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        text += f", {last.name}({last.filename.rsplit('/', 1)[-1]}:{last.lineno})"
+    return text
+
+
+class CheckServer:
+    """Queue and workers for one producer group's checks."""
+
+    def __init__(
+        self,
+        group: str,
+        check: CheckFunction,
+        *,
+        end: EndWriter,
+        running: Callable[[str], bool],
+        broker_name: Callable[[str], str],
+        timeout_ms: float,
+        workers: int,
+        max_pending: int,
+    ) -> None:
+        self.group = group
+        self._check = check
+        self._end = end
+        self._running = running
+        self._broker_name = broker_name
+        self._timeout_s = timeout_ms / 1000.0
+        self._workers = workers
+        self._send: MemoryObjectSendStream[_Check]
+        self._receive: MemoryObjectReceiveStream[_Check]
+        self._send, self._receive = anyio.create_memory_object_stream[_Check](max_pending)
+        self._open = True
+        self._done = anyio.Event()
+        self._answer_seen = anyio.Event()
+        self.answered = 0
+        self.dropped = 0
+
+    def __repr__(self) -> str:
+        state = "open" if self._open else "closed"
+        return f"CheckServer({self.group!r}, {state}, answered={self.answered})"
+
+    # -- the reader's side (must not block) ----------------------------------------------
+
+    def serve(self, address: str, request: RemotingCommand) -> RemotingCommand | None:
+        """A request a broker started; checks are queued, nothing is answered here."""
+        if request.code != RequestCode.CHECK_TRANSACTION_STATE:
+            return None
+        try:
+            check = parse_check_request(request)
+        except ProducerError as exc:
+            log.warning("%s: unreadable transaction check from %s: %s", self.group, address, exc)
+            return None
+        if check.producer_group != self.group:  # Java: no producer of that group here
+            log.debug("%s: check for group %r ignored", self.group, check.producer_group)
+            return None
+        if not self._open:
+            self.dropped += 1  # closing: another member (or we, later) will be asked
+            return None
+        try:
+            self._send.send_nowait(_Check(address, check))
+        except anyio.WouldBlock:
+            self.dropped += 1
+            log.warning("%s: %d checks waiting, one dropped", self.group, self._workers)
+        return None
+
+    # -- workers -------------------------------------------------------------------------
+
+    def start(self, tg: TaskGroup) -> None:
+        tg.start_soon(self._run)
+
+    async def _run(self) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(self._workers):
+                    tg.start_soon(self._work, self._receive.clone())
+            self._receive.close()
+        finally:
+            self._done.set()
+
+    async def _work(self, checks: MemoryObjectReceiveStream[_Check]) -> None:
+        async with checks:
+            async for check in checks:
+                await self._answer(check)
+
+    async def _answer(self, check: _Check) -> None:
+        request = check.request
+        state, remark = await self._decide(check)
+        end = end_after_check(request, self.group, state, remark)
+        try:
+            await self._end(check.address, end)
+            self.answered += 1
+            self._answer_seen.set()
+            self._answer_seen = anyio.Event()
+        except ProducerError as exc:  # the broker asks again next round
+            log.warning("%s: answer to a check of %s not written: %s", self.group, check, exc)
+
+    async def _decide(self, check: _Check) -> tuple[TransactionState, str | None]:
+        request = check.request
+        if self._running(request.uniq_key):
+            return TransactionState.UNKNOWN, None
+        record = request.record
+        message = received_message(record, self._broker_name(check.address), record.inflated_body())
+        try:
+            with anyio.fail_after(self._timeout_s):
+                state: object = self._check(message)
+                if inspect.isawaitable(state):
+                    state = await state
+        except TimeoutError:
+            log.warning(
+                "%s: check of %s took over %g s", self.group, message.msg_id, self._timeout_s
+            )
+            ms = self._timeout_s * 1000
+            return TransactionState.UNKNOWN, f"{CHECK_FAILED_REMARK}TimeoutError: over {ms:g} ms"
+        except Exception as exc:  # the user's code: answered UNKNOWN, as Java does
+            log.exception("%s: check of %s raised", self.group, message.msg_id)
+            return TransactionState.UNKNOWN, CHECK_FAILED_REMARK + describe(exc)
+        if not isinstance(state, TransactionState):
+            log.error("%s: check returned %r, not a TransactionState", self.group, state)
+            return TransactionState.UNKNOWN, f"{CHECK_FAILED_REMARK}returned {state!r}"
+        return state, None
+
+    async def wait_answered(self, count: int) -> None:
+        """Until ``count`` checks have been answered (written) since start."""
+        while self.answered < count:
+            await self._answer_seen.wait()
+
+    # -- close ---------------------------------------------------------------------------
+
+    async def drain(self, timeout_ms: float) -> bool:
+        """Take no more checks, answer the queued ones within ``timeout_ms``; ``True`` if
+        all were answered (the rest are the broker's to ask again)."""
+        self._open = False
+        self._send.close()
+        with anyio.move_on_after(max(timeout_ms, 0.0) / 1000.0):
+            await self._done.wait()
+        return self._done.is_set()

@@ -1,0 +1,399 @@
+"""``TransactionProducer``: half message, local transaction, END_TRANSACTION, checks.
+
+It wraps a :class:`~producer.Producer` of the transaction's producer group (Java's
+``TransactionMQProducer`` extends ``DefaultMQProducer``): the half message goes through
+that producer's send pipeline (S1-S11: one deadline, retries, routing) with the prepared
+bit and properties of :func:`~producer._remoting.transaction.half_message`, and the
+broker's checks arrive on that producer's connections.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from types import TracebackType
+
+import anyio
+from anyio.abc import TaskGroup
+
+from producer._consume.message import ReceivedMessage
+from producer._producer import Producer, ProducerState
+from producer._remoting.codes import SendStatus
+from producer._remoting.message import Message
+from producer._remoting.transaction import (
+    EXECUTE_FAILED_REMARK,
+    EndTransaction,
+    TransactionState,
+    end_after_send,
+    end_transaction_request,
+    half_message,
+)
+from producer._send.plan import SendMode
+from producer._send.result import SendResult
+from producer._send.sender import SendJob
+from producer._transactions.checks import CheckFunction, CheckServer, describe
+from producer.errors import (
+    InvalidOptionError,
+    LocalProtocolError,
+    NoRouteError,
+    ProducerClosedError,
+    ProducerError,
+    TransactionError,
+)
+
+log = logging.getLogger("producer.transactions")
+
+#: The local transaction: the message (its ``msg_id`` set to the half's UNIQ_KEY) -> state.
+ExecuteFunction = Callable[[Message], "TransactionState | Awaitable[TransactionState]"]
+HOUSEKEEPING_TIMEOUT_MS = 3000.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TransactionResult:
+    """How a transaction ended, as far as this producer knows.
+
+    ``send_result`` is the half message's. ``state`` is what END_TRANSACTION reported
+    (ROLLBACK when the half was not stored SEND_OK; UNKNOWN when ``execute`` raised,
+    ``execute_error`` then holds it). ``end_written`` says whether END_TRANSACTION was
+    handed to the socket; when it was not (``end_error`` says why), or the state is
+    UNKNOWN, the broker checks the transaction back and the check function decides.
+    """
+
+    send_result: SendResult
+    state: TransactionState
+    end_written: bool
+    execute_error: BaseException | None = None
+    end_error: ProducerError | None = None
+
+    @property
+    def msg_id(self) -> str:
+        return self.send_result.msg_id
+
+    @property
+    def settled(self) -> bool:
+        """The broker was told COMMIT or ROLLBACK (no check will follow, unless lost)."""
+        return self.end_written and self.state is not TransactionState.UNKNOWN
+
+
+class _Running:
+    """UNIQ_KEYs whose transaction is under way here, and a way to wait until none is."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, int] = {}
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def add(self, key: str) -> None:
+        self.keys[key] = self.keys.get(key, 0) + 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+    def discard(self, key: str) -> None:
+        left = self.keys.pop(key, 1) - 1
+        if left > 0:
+            self.keys[key] = left
+        if not self.keys:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+
+class TransactionProducer:
+    """Transactional sends of one producer group. Use it as ``async with``::
+
+        async def check(message: ReceivedMessage) -> TransactionState: ...
+        async with TransactionProducer(Producer("OrderTx", namesrv), check=check) as tx:
+            result = await tx.send_in_transaction(Message("Orders", body), execute)
+
+    ``check`` answers the broker's check-backs from the message alone (any member of the
+    group may be asked, also for transactions another member started); plain functions
+    run on the event loop, so keep them quick or make them async. ``check_timeout_ms``
+    bounds one check (then UNKNOWN is answered); ``check_workers`` checks run at once,
+    ``max_pending_checks`` wait. ``topics``: at start, this member announces its group to
+    those topics' brokers, so it can be asked about halves others left there before it
+    sends anything itself. The wrapped producer must not be started yet; it is started
+    and closed with this one, and sends ordinary messages as usual.
+    """
+
+    def __init__(
+        self,
+        producer: Producer,
+        *,
+        check: CheckFunction,
+        check_timeout_ms: float = 3000.0,
+        check_workers: int = 1,
+        max_pending_checks: int = 2000,
+        topics: Sequence[str] = (),
+    ) -> None:
+        if not isinstance(producer, Producer):
+            raise InvalidOptionError(f"producer must be a producer.Producer, got {producer!r}")
+        if producer.state is not ProducerState.NEW or producer.peer_handler is not None:
+            raise InvalidOptionError("wrap a new Producer: it must not be started or wrapped")
+        if not callable(check):
+            raise InvalidOptionError(f"check must be callable, got {check!r}")
+        if check_workers < 1 or max_pending_checks < 1 or not check_timeout_ms > 0:
+            raise InvalidOptionError(
+                "check_workers and max_pending_checks must be >= 1 and check_timeout_ms > 0"
+            )
+        self.producer = producer
+        self.topics = tuple(topics)
+        self._running = _Running()
+        self._open_halves: dict[str, SendResult] = {}  # two-step halves not ended yet
+        self._announced: set[str] = set()
+        self._tg: TaskGroup | None = None
+        self._closing = False
+        self.checks = CheckServer(
+            producer.group,
+            check,
+            end=self._write_end,
+            running=self._in_flight,
+            broker_name=self._broker_name,
+            timeout_ms=check_timeout_ms,
+            workers=check_workers,
+            max_pending=max_pending_checks,
+        )
+        producer.peer_handler = self.checks.serve
+
+    @property
+    def group(self) -> str:
+        return self.producer.group
+
+    def __repr__(self) -> str:
+        return (
+            f"TransactionProducer({self.producer!r}, running={len(self._running.keys)}, "
+            f"open_halves={len(self._open_halves)}, {self.checks!r})"
+        )
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> TransactionProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        await self.producer.start()
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self.checks.start(self._tg)
+        for topic in self.topics:
+            await self._announce_topic(topic)
+
+    async def aclose(self) -> None:
+        """Stop taking transactions and checks; within the producer's ``close_timeout_ms``
+        let running ones end and answer queued checks; then close the producer. Checks
+        left unanswered and halves left open are the broker's to ask about again."""
+        if self._closing:
+            return
+        self._closing = True
+        budget_ms = self.producer.options.close_timeout_ms
+        with anyio.move_on_after(budget_ms / 1000.0):
+            await self._running.wait_idle()
+        if self._open_halves:
+            log.warning(
+                "%s: closing with %d half messages not ended; the broker will check them",
+                self.group,
+                len(self._open_halves),
+            )
+        await self.checks.drain(budget_ms)
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(None, None, None)
+        await self.producer.aclose()
+
+    # -- one step ------------------------------------------------------------------------
+
+    async def send_in_transaction(
+        self, message: Message, execute: ExecuteFunction, *, timeout_ms: float | None = None
+    ) -> TransactionResult:
+        """Send ``message`` as a half message, run ``execute`` and report its state.
+
+        The half message follows the send rules (its own ``timeout_ms`` budget; a failed
+        send raises and ``execute`` does not run). Not stored SEND_OK: ``execute`` does not
+        run and the outcome is ROLLBACK. ``execute`` raising counts as UNKNOWN (logged).
+        """
+        sent = await self._send_half(message, timeout_ms)
+        key = sent.msg_id
+        self._running.add(key)
+        try:
+            if sent.status is not SendStatus.SEND_OK:
+                return await self._end(sent, TransactionState.ROLLBACK)
+            state, error = await _run_execute(execute, dataclasses.replace(message, msg_id=key))
+            remark = None if error is None else EXECUTE_FAILED_REMARK + describe(error)
+            return await self._end(sent, state, execute_error=error, remark=remark)
+        finally:
+            self._running.discard(key)
+
+    # -- two steps -----------------------------------------------------------------------
+
+    async def send_half(self, message: Message, *, timeout_ms: float | None = None) -> SendResult:
+        """Step one: store ``message`` as a half message; end it with :meth:`commit` or
+        :meth:`rollback`. Until then a check for it is answered UNKNOWN. Run the local
+        transaction only if ``status`` is SEND_OK; otherwise roll it back."""
+        sent = await self._send_half(message, timeout_ms)
+        self._open_halves[sent.msg_id] = sent
+        self._running.add(sent.msg_id)
+        return sent
+
+    async def commit(self, half: SendResult) -> TransactionResult:
+        """Step two: make the half message visible to consumers."""
+        if half.status is not SendStatus.SEND_OK and half.msg_id in self._open_halves:
+            raise TransactionError(
+                f"half message {half.msg_id} was stored {half.status.value}, not SEND_OK: "
+                "roll it back (the local transaction must not run)"
+            )
+        return await self._end_half(half, TransactionState.COMMIT)
+
+    async def rollback(self, half: SendResult) -> TransactionResult:
+        """Step two: drop the half message."""
+        return await self._end_half(half, TransactionState.ROLLBACK)
+
+    async def end_half(
+        self, half: SendResult, state: TransactionState, execute_error: BaseException | None
+    ) -> TransactionResult:
+        """Step two with a state decided elsewhere (``execute_error``: why it is UNKNOWN)."""
+        remark = None if execute_error is None else EXECUTE_FAILED_REMARK + describe(execute_error)
+        return await self._end_half(half, state, execute_error, remark)
+
+    async def _end_half(
+        self,
+        half: SendResult,
+        state: TransactionState,
+        execute_error: BaseException | None = None,
+        remark: str | None = None,
+    ) -> TransactionResult:
+        if self._open_halves.pop(half.msg_id, None) is None:
+            raise TransactionError(
+                f"half message {half.msg_id} is not open here: it was ended already, or "
+                "sent by another producer (its checks answer for it)"
+            )
+        try:
+            return await self._end(half, state, execute_error=execute_error, remark=remark)
+        finally:
+            self._running.discard(half.msg_id)
+
+    # -- internals -----------------------------------------------------------------------
+
+    async def _send_half(self, message: Message, timeout_ms: float | None) -> SendResult:
+        if self._closing:
+            raise ProducerClosedError(f"transaction producer {self.group!r} is closing")
+        producer = self.producer
+        if not isinstance(message, Message):  # a list (a batch) cannot be transactional
+            raise LocalProtocolError(
+                f"send_in_transaction takes one producer.Message, got {type(message).__name__}"
+            )
+        # sendMessageInTransaction clears the delay level: a half is never delayed.
+        prepared = producer._prepare(dataclasses.replace(message, delay_level=None))
+        job = SendJob(half_message(prepared, producer.group), message)
+        sent = await producer._run(job, SendMode.SYNC, producer._budget_ms(timeout_ms))
+        assert sent is not None, "a sync send returns a result"
+        await self._announce(sent.queue.broker_name)
+        return sent
+
+    async def _end(
+        self,
+        sent: SendResult,
+        state: TransactionState,
+        *,
+        execute_error: BaseException | None = None,
+        remark: str | None = None,
+    ) -> TransactionResult:
+        end = end_after_send(
+            self.group,
+            state,
+            queue_offset=sent.queue_offset,
+            offset_msg_id=sent.offset_msg_id,
+            msg_id=sent.msg_id,
+            transaction_id=sent.transaction_id,
+            remark=remark,
+        )
+        try:
+            await self._write_end(self._addr(sent.queue.broker_name), end)
+        except ProducerError as exc:
+            log.warning(
+                "%s: END_TRANSACTION %s of %s not written: %s",
+                self.group,
+                state.name,
+                sent.msg_id,
+                exc,
+            )
+            return TransactionResult(sent, state, False, execute_error, exc)
+        return TransactionResult(sent, state, True, execute_error)
+
+    async def _write_end(self, addr: str, end: EndTransaction) -> None:
+        maintenance = self.producer._maintenance
+        assert maintenance is not None, "started"
+        timeout_ms = self.producer.options.send_timeout_ms
+        await maintenance.client.invoke_oneway(addr, end_transaction_request(end), timeout_ms)
+
+    def _addr(self, broker_name: str) -> str:
+        """``findBrokerAddressInPublish``: the master the half message went to."""
+        maintenance = self.producer._maintenance
+        assert maintenance is not None, "started"
+        addr = maintenance.routes.broker_addrs().get(broker_name)
+        if addr is None:
+            raise NoRouteError(broker_name, self.producer.namesrv_addrs, "broker left the routes")
+        return addr
+
+    def _broker_name(self, addr: str) -> str:
+        maintenance = self.producer._maintenance
+        known = {} if maintenance is None else maintenance.routes.broker_addrs()
+        return next((name for name, a in known.items() if a == addr), addr)
+
+    def _in_flight(self, key: str) -> bool:
+        return key in self._running.keys
+
+    async def _announce(self, broker_name: str) -> None:
+        """Heartbeat our group to a broker holding one of our halves, once: its checks can
+        only reach a member it has heard from."""
+        if broker_name in self._announced:
+            return
+        maintenance = self.producer._maintenance
+        assert maintenance is not None, "started"
+        addr = maintenance.routes.broker_addrs().get(broker_name)
+        if addr is not None:
+            await maintenance.heartbeat(addr)
+            self._announced.add(broker_name)
+
+    async def _announce_topic(self, topic: str) -> None:
+        maintenance = self.producer._maintenance
+        assert maintenance is not None, "started"
+        deadline = maintenance.clock.monotonic_ms() + HOUSEKEEPING_TIMEOUT_MS
+        try:
+            route = await maintenance.routes.get(topic, deadline)
+        except ProducerError as exc:
+            log.warning("%s: no route for %r to announce the group on: %s", self.group, topic, exc)
+            return
+        for name in route.broker_addrs:
+            await self._announce(name)
+
+
+async def _run_execute(
+    execute: ExecuteFunction, message: Message
+) -> tuple[TransactionState, BaseException | None]:
+    """``execute``'s state; an exception (logged) or a wrong value counts as UNKNOWN."""
+    try:
+        state: object = execute(message)
+        if inspect.isawaitable(state):
+            state = await state
+    except Exception as exc:
+        log.exception("local transaction of %s raised; reported UNKNOWN", message.msg_id)
+        return TransactionState.UNKNOWN, exc
+    if not isinstance(state, TransactionState):
+        error = LocalProtocolError(f"execute returned {state!r}, not a TransactionState")
+        log.error("local transaction of %s: %s; reported UNKNOWN", message.msg_id, error)
+        return TransactionState.UNKNOWN, error
+    return state, None
+
+
+__all__ = ["ExecuteFunction", "ReceivedMessage", "TransactionProducer", "TransactionResult"]

@@ -1,0 +1,383 @@
+"""A broker's transactional messages, as 4.9.4 keeps them (pure: no I/O, clock injected).
+
+* A send with ``TRAN_MSG=true`` is parked in ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with its
+  real topic and queue in ``REAL_TOPIC``/``REAL_QID``, invisible to consumers
+  (``TransactionalMessageBridge.parseHalfMessageInner``).
+* END_TRANSACTION (``EndTransactionProcessor``) finds the half message by commit-log
+  offset, checks group and offsets, and on commit stores the final message in the real
+  topic (sysFlag commit, ``preparedTransactionOffset``), on rollback nothing; either way
+  an op record goes to ``RMQ_SYS_TRANS_OP_HALF_TOPIC`` (``addRemoveTagInTransactionOp``).
+  Commit does not de-duplicate: committing one half twice stores two messages.
+* Every ``interval_ms`` a check round (``TransactionalMessageServiceImpl.check``) walks
+  the half queue: a half older than ``timeout_ms`` with no op is re-stored with
+  ``TRANSACTION_CHECK_TIMES`` + 1 and CHECK_TRANSACTION_STATE goes to one live producer
+  of its group (round robin, ``ProducerManager.getAvailableChannel``); rounds with no
+  producer online count too; after ``check_max`` checks it is moved to
+  ``TRANS_CHECK_MAX_TIME_TOPIC`` and never delivered.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from producer._remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from producer._remoting.command import RemotingCommand
+from producer._remoting.frame import encode_frame
+from producer._remoting.message_codec import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+)
+from producer._remoting.properties import (
+    PRODUCER_GROUP,
+    REAL_QUEUE_ID,
+    REAL_TOPIC,
+    TAGS,
+    TRANSACTION_CHECK_TIMES,
+    TRANSACTION_PREPARED,
+    UNIQ_KEY,
+    WAIT,
+    decode_properties,
+)
+from producer._remoting.store_record import encode_record
+from producer._remoting.transaction import TransactionState, parse_end_transaction
+from producer.errors import RemoteProtocolError
+from producer.testing._consume_fields import pulled_record
+from producer.testing._server import Channel
+from producer.testing._store import (
+    PERM_READ,
+    PERM_WRITE,
+    BrokerStore,
+    PendingMessage,
+    StoredMessage,
+    TopicConfig,
+    properties_length,
+    stored_size,
+)
+
+__all__ = [
+    "CHECK_MAX_TOPIC",
+    "HALF_TOPIC",
+    "OP_TOPIC",
+    "ProducerChannels",
+    "TransactionConfig",
+    "Transactions",
+]
+
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+CHECK_MAX_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"  # the spelling the broker really creates
+REMOVE_TAG = "d"  # TransactionalMessageUtil.REMOVETAG
+_TRANSACTION_BITS = TRANSACTION_ROLLBACK_TYPE  # 0xC: both transaction bits
+_REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
+_HEADER = "org.apache.rocketmq.common.protocol.header.EndTransactionRequestHeader"
+_SERVICE = "org.apache.rocketmq.broker.transaction.queue.TransactionalMessageServiceImpl"
+# The remarks of the recorded probes E5 and E7: the exception's toString and first frame.
+_STATE_WRONG = (
+    f"{_REMOTING_EXCEPTION}: commitOrRollback field wrong, "
+    f"{_HEADER}.checkFields(EndTransactionRequestHeader.java:60)"
+)
+_NO_OFFSET = (
+    'java.lang.NullPointerException: Cannot invoke "java.lang.Long.longValue()" because the '
+    f'return value of "{_HEADER}.getCommitLogOffset()" is null, '
+    f"{_SERVICE}.{{method}}(TransactionalMessageServiceImpl.java:{{line}})"
+)
+_NOT_FOUND = "Find prepared transaction message failed"
+_FRESH_REMARK = "not set any response code"  # a response's remark until someone sets one
+
+
+@dataclass(frozen=True)
+class TransactionConfig:
+    """``transactionTimeOut``, ``transactionCheckInterval``, ``transactionCheckMax``
+    (BrokerConfig of 4.9.4, with its defaults)."""
+
+    timeout_ms: int = 6_000
+    interval_ms: int = 60_000
+    check_max: int = 15
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_ms", "interval_ms"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"transaction {name} must be > 0, got {getattr(self, name)}")
+        if self.check_max < 0:
+            raise ValueError(f"transaction check_max must be >= 0, got {self.check_max}")
+
+
+@dataclass
+class _Producer:
+    channel: Channel
+    groups: set[str] = field(default_factory=set)
+
+
+class ProducerChannels:
+    """``ProducerManager``: producer groups' clients and the connection each heartbeats on."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, _Producer] = {}
+        self._turn = itertools.count(1)
+
+    def heartbeat(self, client_id: str, groups: Iterable[str], channel: Channel) -> None:
+        known = self._clients.get(client_id)
+        if known is None or known.channel is not channel:
+            known = self._clients[client_id] = _Producer(
+                channel, set(known.groups if known else ())
+            )
+        known.groups.update(groups)
+
+    def unregister(self, client_id: str, group: str) -> None:
+        known = self._clients.get(client_id)
+        if known is not None:
+            known.groups.discard(group)
+            if not known.groups:
+                del self._clients[client_id]
+
+    def channel_closed(self, channel: Channel) -> None:
+        for client_id in [c for c, p in self._clients.items() if p.channel is channel]:
+            del self._clients[client_id]
+
+    def groups(self) -> dict[str, set[str]]:
+        """Client id -> its producer groups."""
+        return {client_id: set(p.groups) for client_id, p in self._clients.items()}
+
+    def available(self, group: str) -> Channel | None:
+        """One open channel of ``group``, taking turns (``getAvailableChannel``)."""
+        channels = [p.channel for p in self._clients.values() if group in p.groups]
+        open_ones = [c for c in channels if c.is_open]
+        if not open_ones:
+            return None
+        return open_ones[next(self._turn) % len(open_ones)]
+
+
+@dataclass(frozen=True)
+class _Half:
+    message: StoredMessage
+    size: int
+
+
+class Transactions:
+    """One broker's half messages, their ends and their check rounds."""
+
+    def __init__(
+        self,
+        store: BrokerStore,
+        *,
+        clock_ms: Callable[[], int],
+        config: TransactionConfig,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.producers = ProducerChannels()
+        self._clock_ms = clock_ms
+        self._halves: dict[int, _Half] = {}  # commit-log offset -> half message (and copies)
+        self._done: set[int] = set()  # half-queue offsets with an op record
+        self._checked_to = 0  # the check service's consume offset in the half queue
+        self._next_round = clock_ms() + config.interval_ms
+        self._opaques = itertools.count(1 << 20)
+        store.put_topic(TopicConfig(HALF_TOPIC, 1, 1, PERM_READ | PERM_WRITE))
+        #: what the check rounds did, for tests: ("check", uniq key, times, client channel)
+        self.log: list[tuple[str, str, int]] = []
+
+    def __repr__(self) -> str:
+        open_halves = self.store.max_offset(HALF_TOPIC, 0) - len(self._done)
+        return f"Transactions(halves={open_halves}, next_round={self._next_round})"
+
+    # -- the half message ----------------------------------------------------------------
+
+    def prepare(
+        self, sent_properties: str | None, topic: str, queue_id: int, pending: PendingMessage
+    ) -> StoredMessage | None:
+        """Park ``pending`` as a half message if it was sent as one (``TRAN_MSG=true``, as
+        ``SendMessageProcessor`` decides); ``None`` otherwise. A half keeps the ``WAIT`` it
+        was sent with (``parseHalfMessageInner`` rebuilds the properties string)."""
+        sent = decode_properties(sent_properties or "")
+        if sent.get(TRANSACTION_PREPARED) != "true":
+            return None
+        props = {**pending.properties, REAL_TOPIC: topic, REAL_QUEUE_ID: str(queue_id)}
+        if WAIT in sent:
+            props[WAIT] = sent[WAIT]
+        grown = properties_length(props) - properties_length(pending.properties)
+        grown += len(HALF_TOPIC) - len(topic.encode())
+        half = replace(
+            pending,
+            properties=props,
+            size=pending.size + grown,
+            sys_flag=pending.sys_flag & ~_TRANSACTION_BITS,
+        )
+        return self._put_half(half)
+
+    def _put_half(self, pending: PendingMessage) -> StoredMessage:
+        stored = self.store.append(HALF_TOPIC, 0, [pending])[0]
+        self._halves[stored.commit_log_offset] = _Half(stored, pending.size)
+        return stored
+
+    # -- END_TRANSACTION -----------------------------------------------------------------
+
+    def end(self, request: RemotingCommand) -> RemotingCommand | None:
+        """The broker's answer (``None``: it sends none, as for state 0)."""
+        if request.field("commitOrRollback") not in ("0", "8", "12"):
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=_STATE_WRONG)
+        if request.field("commitOrRollback") == "0":
+            return None  # "pending status": logged, never answered
+        commit = request.field("commitOrRollback") == "8"
+        if request.field("commitLogOffset") is None:
+            method, line = ("commitMessage", 479) if commit else ("rollbackMessage", 484)
+            remark = _NO_OFFSET.format(method=method, line=line)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark)
+        try:
+            end = parse_end_transaction(request)
+        except RemoteProtocolError as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        half = self._halves.get(end.commit_log_offset)
+        if half is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=_NOT_FOUND)
+        wrong = _wrong_end(half.message, end.producer_group, end.tran_state_table_offset)
+        if wrong is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=wrong)
+        if end.state is TransactionState.COMMIT:
+            self._commit(half, end.commit_log_offset)
+            self._remove(half.message)
+            return request.make_response(ResponseCode.SUCCESS)
+        self._remove(half.message)
+        return request.make_response(ResponseCode.SUCCESS, remark=_FRESH_REMARK)
+
+    def _commit(self, half: _Half, commit_log_offset: int) -> StoredMessage:
+        """``endMessageTransaction`` + ``sendFinalMessage``: the real topic's copy keeps
+        every property (REAL_*, TRAN_MSG included: the string was built before they were
+        cleared)."""
+        message = half.message
+        topic = message.properties[REAL_TOPIC]
+        final = PendingMessage(
+            body=message.body,
+            properties=message.properties,
+            size=half.size - len(HALF_TOPIC) + len(topic.encode()),
+            born_timestamp=message.born_timestamp,
+            sys_flag=(message.sys_flag & ~_TRANSACTION_BITS) | TRANSACTION_COMMIT_TYPE,
+            flag=message.flag,
+            born_host=message.born_host,
+            reconsume_times=message.reconsume_times,
+            prepared_transaction_offset=commit_log_offset,
+        )
+        return self.store.append(topic, int(message.properties[REAL_QUEUE_ID]), [final])[0]
+
+    def _remove(self, half: StoredMessage) -> None:
+        """The op record that marks ``half`` done (body: its half-queue offset)."""
+        body = str(half.queue_offset).encode()
+        props = {TAGS: REMOVE_TAG, WAIT: "true"}
+        op = PendingMessage(
+            body=body,
+            properties=props,
+            size=stored_size(len(body), len(OP_TOPIC), properties_length(props)),
+            born_timestamp=self._clock_ms(),
+            born_host=self.store.store_host,
+        )
+        self.store.append(OP_TOPIC, 0, [op])
+        self._done.add(half.queue_offset)
+
+    # -- check rounds --------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Run a check round when one is due (the next one ``interval_ms`` after it)."""
+        now = self._clock_ms()
+        if now < self._next_round:
+            return
+        self._next_round = now + self.config.interval_ms
+        self.check_round(now)
+
+    def check_round(self, now: int) -> None:
+        """One pass of the check service over the half queue, from where it stopped."""
+        end = self.store.max_offset(HALF_TOPIC, 0)
+        while self._checked_to < end:
+            offset = self._checked_to
+            if offset not in self._done:
+                message = self.store.read(HALF_TOPIC, 0, offset, 1)[0]
+                if not self._settle(message, now):
+                    return  # too young (or stored this round): later halves are younger
+            self._checked_to += 1
+
+    def _settle(self, message: StoredMessage, now: int) -> bool:
+        """Discard or check ``message``; ``False`` when it must wait for a later round."""
+        times = message.properties.get(TRANSACTION_CHECK_TIMES)
+        if times is not None and int(times) >= self.config.check_max:
+            self._discard(message)
+            return True
+        if message.store_timestamp >= now:
+            return False
+        age = now - message.born_timestamp
+        if 0 <= age < self.config.timeout_ms:
+            return False
+        self._check(message, 1 if times is None else int(times) + 1)
+        return True
+
+    def _discard(self, message: StoredMessage) -> None:
+        size = self._halves[message.commit_log_offset].size
+        moved = _pending_of(message, size + len(CHECK_MAX_TOPIC) - len(HALF_TOPIC))
+        if self.store.topic(CHECK_MAX_TOPIC) is None:
+            self.store.put_topic(TopicConfig(CHECK_MAX_TOPIC, 1, 1, PERM_READ | PERM_WRITE))
+        self.store.append(CHECK_MAX_TOPIC, 0, [moved])
+        self.log.append(("discard", message.properties.get(UNIQ_KEY, ""), 0))
+
+    def _check(self, message: StoredMessage, times: int) -> None:
+        """``putBackHalfMsgQueue`` then ``sendCheckMessage`` to one producer of the group."""
+        props = {**message.properties, TRANSACTION_CHECK_TIMES: str(times)}
+        size = self._halves[message.commit_log_offset].size
+        size += properties_length(props) - properties_length(message.properties)
+        copy = self._put_half(replace(_pending_of(message, size), properties=props))
+        uniq_key = props.get(UNIQ_KEY, "")
+        channel = self.producers.available(props.get(PRODUCER_GROUP, ""))
+        self.log.append(("check" if channel is not None else "no producer", uniq_key, times))
+        if channel is not None:
+            channel.write(encode_frame(self._check_request(message, copy)))
+
+    def _check_request(self, read: StoredMessage, copy: StoredMessage) -> RemotingCommand:
+        """CHECK_TRANSACTION_STATE naming ``copy``; the body is the message as read before
+        the copy (its store time) with the copy's offsets, real topic and queue, and
+        ``WAIT=false`` (``renewHalfMessageInner`` writes it into the shared map)."""
+        props = dict(copy.properties)
+        props[WAIT] = "false"
+        shown = replace(
+            copy,
+            topic=props[REAL_TOPIC],
+            queue_id=int(props[REAL_QUEUE_ID]),
+            store_timestamp=read.store_timestamp,
+            properties=props,
+        )
+        uniq_key = props.get(UNIQ_KEY, "")
+        fields = {
+            "commitLogOffset": str(copy.commit_log_offset),
+            "msgId": uniq_key,
+            "tranStateTableOffset": str(copy.queue_offset),
+            "offsetMsgId": copy.offset_msg_id,
+            "transactionId": uniq_key,
+        }
+        return RemotingCommand(
+            RequestCode.CHECK_TRANSACTION_STATE,
+            opaque=next(self._opaques),
+            flag=FLAG_ONEWAY,
+            ext_fields=fields,
+            body=encode_record(pulled_record(shown)),
+        )
+
+
+def _wrong_end(half: StoredMessage, group: str, queue_offset: int) -> str | None:
+    """``checkPrepareMessage``: the group, then the half-queue offset."""
+    if half.properties.get(PRODUCER_GROUP) != group:
+        return "The producer group wrong"
+    if half.queue_offset != queue_offset:
+        return "The transaction state table offset wrong"
+    return None
+
+
+def _pending_of(message: StoredMessage, size: int) -> PendingMessage:
+    """``message`` to be stored again, ``size`` bytes long."""
+    props: Mapping[str, str] = message.properties
+    return PendingMessage(
+        body=message.body,
+        properties=props,
+        size=size,
+        born_timestamp=message.born_timestamp,
+        sys_flag=message.sys_flag,
+        flag=message.flag,
+        born_host=message.born_host,
+        reconsume_times=message.reconsume_times,
+    )

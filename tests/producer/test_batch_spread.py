@@ -1,0 +1,74 @@
+"""Transparent batching keeps healthy brokers round-robin per message, not per request
+(``latency_fault.spread_batch``): a burst and a steady stream of batched sends give each
+of three healthy brokers a third of the messages, as sending one at a time does."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from producer import Message, Producer
+from producer.testing import DevClusterThread
+from tests.producer.conftest import TOPIC, make_producer
+from tests.producer.test_batching import requests_served
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+TOLERANCE = 0.03  # +-3 points of the exact third
+LOOP_SENDS = 40  # per loop, 64 loops
+
+
+class StillClock:
+    """Routing weighs brokers by the latency it measures; on a loaded test machine a
+    scheduling hiccup can make one loopback broker look slow and move load, as it should.
+    A monotonic clock that never moves shows every answer as instant, so the brokers stay
+    equal and the shares measure the spreading alone (nothing here waits on a deadline)."""
+
+    def monotonic_ms(self) -> float:
+        return 1_000_000.0
+
+    def wall_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+def assert_even(cluster: DevClusterThread, total: int) -> None:
+    counts = {b: cluster.message_count(TOPIC, broker=b) for b in cluster.broker_names}
+    assert sum(counts.values()) >= total  # more: a retry after a lost answer stores twice
+    shares = {b: n / total for b, n in counts.items()}
+    assert all(abs(share - 1 / 3) <= TOLERANCE for share in shares.values()), shares
+
+
+@pytest.mark.parametrize("routing", ["adaptive", "off", "classic_4_9", "classic_5"])
+async def test_bursts_of_send_async_spread_per_message(
+    anyio_backend: str, cluster: DevClusterThread, routing: str
+) -> None:
+    async with make_producer(cluster, routing=routing, batching=True, clock=StillClock()) as p:
+        await p.send(Message(TOPIC, b"warm"))  # the route is cached, as in a service
+        before = requests_served(cluster)
+        for _ in range(5):
+            futures = [p.send_async(Message(TOPIC, b"x")) for _ in range(1000)]
+            for future in futures:
+                await future
+        batched = requests_served(cluster) - before < 500  # far fewer requests than sends
+    assert batched
+    assert_even(cluster, 5001)
+
+
+async def test_steady_loops_of_await_send_spread_per_message(
+    anyio_backend: str, cluster: DevClusterThread
+) -> None:
+    async def loop(p: Producer) -> None:
+        for _ in range(LOOP_SENDS):
+            await p.send(Message(TOPIC, b"y"))
+
+    async with make_producer(cluster, routing="adaptive", batching=True, clock=StillClock()) as p:
+        await p.send(Message(TOPIC, b"warm"))
+        before = requests_served(cluster)
+        async with anyio.create_task_group() as tg:
+            for _ in range(64):
+                tg.start_soon(loop, p)
+        batched = requests_served(cluster) - before < 64 * LOOP_SENDS  # some sends shared a request
+    assert batched
+    assert_even(cluster, 64 * LOOP_SENDS + 1)
