@@ -1,8 +1,9 @@
 """Part 2 of the lean consume path keeps the rules: messages decoded straight from a pull
 carry every field (worked out on first read where rarely read), an async listener's call
 run to its first suspension finishes as an ``await`` would (a value, an error, a
-cancellation after the suspension), and an orderly run settles what it consumed before it
-waits on a call - its offset is never held back by a message already consumed."""
+cancellation after the suspension), an orderly run settles what it consumed before it
+waits on a call - its offset is never held back by a message already consumed - and a
+body that does not decode reaches no listener on the run paths."""
 
 from __future__ import annotations
 
@@ -22,8 +23,16 @@ from producer.consumer import ConsumeStatus, ReceivedMessage
 from producer.consumer._listener import ConsumeContext, ListenerCall, Verdict
 from producer.consumer._telemetry import ConsumerTelemetry
 from producer.testing import DevClusterThread
+from tests.consumer.test_java5_bodies import (
+    LZ4_BODY,
+    LZ4_CONTENT,
+    SYS_FLAG_LZ4,
+    Seen,
+    committed,
+    java_send,
+)
 from tests.consumer.test_orderly import orderly_consumer
-from tests.consumer.test_push_consumer import until
+from tests.consumer.test_push_consumer import FAST_LEVELS, consumer, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -155,6 +164,12 @@ def cluster() -> Iterator[DevClusterThread]:
         yield c
 
 
+@pytest.fixture
+def java5_cluster() -> Iterator[DevClusterThread]:
+    with DevClusterThread(brokers=1, topics={"Orders": 1}, delay_levels=FAST_LEVELS) as c:
+        yield c
+
+
 async def test_an_orderly_run_settles_what_it_consumed_before_a_call_waits(
     cluster: DevClusterThread,
 ) -> None:
@@ -177,3 +192,23 @@ async def test_an_orderly_run_settles_what_it_consumed_before_a_call_waits(
         await until(lambda: committed() == slow)  # persisted while the call waits
         release.set()
         await until(lambda: committed() == results[-1].queue_offset + 1)
+
+
+@pytest.mark.parametrize("kind", ["async", "orderly plain", "orderly async"])
+async def test_a_corrupt_body_never_reaches_a_listener_on_the_run_paths(
+    java5_cluster: DevClusterThread, kind: str
+) -> None:
+    corrupt = LZ4_BODY[:-4]  # no end mark: a truncated frame
+    java_send(java5_cluster, "BAD", corrupt, SYS_FLAG_LZ4)
+    java_send(java5_cluster, "GOOD", LZ4_BODY, SYS_FLAG_LZ4)
+    seen = Seen()
+
+    async def async_seen(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        return seen(messages)
+
+    listener = seen if kind == "orderly plain" else async_seen
+    options = {"orderly": True, "suspend_current_queue_time_ms": 50} if "orderly" in kind else {}
+    async with consumer(java5_cluster, listener, **options):
+        await until(lambda: committed(java5_cluster) == 2)
+        await until(lambda: bool(java5_cluster.messages("%DLQ%cg")))
+    assert seen.bodies == {"GOOD": LZ4_CONTENT}  # the corrupt one never reached it
