@@ -170,9 +170,20 @@ def decode_pulled(
     library not installed) keeps its stored bytes and is marked ``undecodable``, never
     passed off as the message.
     """
-    queue: MessageQueue | None = None  # a pull's records are all of one queue
+    return decode_with(data, _Builder(broker_name, max_body_bytes, codecs))
 
-    def build(
+
+class _Builder:
+    """What :func:`decode_with` calls per record: the record as a message."""
+
+    __slots__ = ("broker_name", "codecs", "max_body_bytes", "queue")
+
+    def __init__(self, broker_name: str, max_body_bytes: int | None, codecs: BodyCodecs) -> None:
+        self.broker_name, self.max_body_bytes, self.codecs = broker_name, max_body_bytes, codecs
+        self.queue: MessageQueue | None = None  # a pull's records are all of one queue
+
+    def __call__(
+        self,
         topic: str,
         queue_id: int,
         queue_offset: int,
@@ -189,21 +200,19 @@ def decode_pulled(
         _prepared: int,
         body_crc: int,
     ) -> ReceivedMessage:
-        nonlocal queue
+        queue = self.queue
         if queue is None or queue.queue_id != queue_id or queue.topic != topic:
-            queue = MessageQueue(topic, broker_name, queue_id)
+            queue = self.queue = MessageQueue(topic, self.broker_name, queue_id)
         message = ReceivedMessage(
             topic, body, properties, "", "", queue, queue_offset, commit_log_offset,
             reconsume_times, born_timestamp, store_timestamp, born_host, store_host,
             flag, sys_flag, body_crc,
         )  # fmt: skip
         if sys_flag & COMPRESSED_FLAG:
-            _inflate(message, max_body_bytes, codecs)
+            _inflate(message, self.max_body_bytes, self.codecs)
         if topic.startswith(RETRY_PREFIX):
             message.topic = message.properties.get(RETRY_TOPIC, topic)
         return message
-
-    return decode_with(data, build)
 
 
 def _inflate(message: ReceivedMessage, max_size: int | None, codecs: BodyCodecs) -> None:
