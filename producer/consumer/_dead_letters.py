@@ -20,7 +20,7 @@ from typing import Protocol
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
 from producer._client.routes import parse_namesrv
-from producer._consume.message import ReceivedMessage, decoded_message
+from producer._consume.message import ReceivedMessage, decode_pulled
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.consumer_requests import PullParams, PullStatus
 from producer._remoting.message import Message, MessageQueue
@@ -224,8 +224,7 @@ class DeadLetterQueue:
             result = await api.pull(params, READ_TIMEOUT_MS)
             if result.status is not PullStatus.FOUND:
                 break
-            for record in result.records:
-                found.append(decoded_message(record, queue.broker_name, MAX_BODY_BYTES))
+            found += decode_pulled(result.body, queue.broker_name, max_body_bytes=MAX_BODY_BYTES)
             offset = result.next_begin_offset
         return found
 
