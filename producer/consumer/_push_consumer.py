@@ -27,7 +27,7 @@ from producer._consume.decisions import StartFrom, start_from
 from producer._consume.offsets import OffsetTable
 from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.process_queue import ProcessQueue
-from producer._lifecycle import AsyncLifecycle
+from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
@@ -424,7 +424,9 @@ class PushConsumer(AsyncLifecycle):
                 await self._unlock_all(r)
             await r.api.unregister(self.options.connect_timeout_ms)
         r.tg.cancel_scope.cancel()
-        await r.tg.__aexit__(None, None, None)
-        await r.pool.__aexit__(None, None, None)
+        cancelled = await exit_noting_cancel(r.tg)
+        cancelled = await exit_noting_cancel(r.pool) or cancelled
         self._workers.clear()
         self._state = "closed"
+        if cancelled is not None:  # the caller is being cancelled: closed, now say so
+            raise cancelled
