@@ -75,11 +75,9 @@ async def start_running(
     options = parts.options
     pool = ConnectionPool(connector, connect_timeout_ms=options.connect_timeout_ms)
     await pool.__aenter__()
+    outgoing = () if parts.signer is None else (parts.signer,)
     client = RemotingClient(
-        pool,
-        clock,
-        connect_timeout_ms=options.connect_timeout_ms,
-        outgoing=() if parts.signer is None else (parts.signer,),
+        pool, clock, connect_timeout_ms=options.connect_timeout_ms, outgoing=outgoing
     )
     routes = RouteTable(
         parts.namesrv_addrs, client, clock, parts.rng, auto_create_topic=options.auto_create_topic
