@@ -53,7 +53,29 @@ T = TypeVar("T")
 log = logging.getLogger("producer.transactions")
 
 
-class Producer(ClosesOnExit):
+class _OnLoopThread(ClosesOnExit):
+    """An async object driven from other threads through its own :class:`LoopThread`."""
+
+    _thread: LoopThread
+
+    def _described(self) -> str:
+        raise NotImplementedError
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self._submit(coroutine).result()
+
+    def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Refused once closed, and from the loop's own thread (waiting there deadlocks)."""
+        if not self._thread.is_alive():
+            coroutine.close()
+            raise ProducerClosedError(f"{self._described()} is closed")
+        if self._thread.is_current():
+            coroutine.close()
+            raise RuntimeError(f"{self._described()} called from its own loop thread (a callback?)")
+        return self._thread.submit(coroutine)
+
+
+class Producer(_OnLoopThread):
     """The async producer behind a blocking API, on its own loop thread."""
 
     # The async producer's parameters, one for one (the type checker, help() and IDEs see
@@ -168,17 +190,8 @@ class Producer(ClosesOnExit):
         finally:
             self._thread.stop()
 
-    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self._submit(coroutine).result()
-
-    def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        if not self._thread.is_alive():
-            coroutine.close()
-            raise ProducerClosedError(f"blocking producer {self.group!r} is closed")
-        if self._thread.is_current():
-            coroutine.close()
-            raise RuntimeError("blocking Producer called from its own loop thread (a callback?)")
-        return self._thread.submit(coroutine)
+    def _described(self) -> str:
+        return f"blocking producer {self.group!r}"
 
     def __repr__(self) -> str:
         return f"blocking.{self._producer!r}"
@@ -243,7 +256,7 @@ class TransactionProducer(Producer):
         return self._call(self._tx.rollback(half))
 
 
-class PullConsumer(ClosesOnExit):
+class PullConsumer(_OnLoopThread):
     """The async :class:`producer.consumer.PullConsumer` behind a blocking API, on its own
     loop thread (as :class:`Producer`); Spark's executors read with it::
 
@@ -329,14 +342,8 @@ class PullConsumer(ClosesOnExit):
         finally:
             self._thread.stop()
 
-    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self._submit(coroutine).result()
-
-    def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        if not self._thread.is_alive():
-            coroutine.close()
-            raise ProducerClosedError(f"blocking pull consumer {self._consumer.group!r} is closed")
-        return self._thread.submit(coroutine)
+    def _described(self) -> str:
+        return f"blocking pull consumer {self._consumer.group!r}"
 
     def __repr__(self) -> str:
         return f"blocking.{self._consumer!r}"

@@ -31,7 +31,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "producer._response_codes": (),
     LIFECYCLE: (),
     "producer._remoting": (*CORE, "latency_fault"),  # pure, SDK-free: Java's string hash
-    "producer.errors": ("producer._response_codes",),
+    "producer.errors": ("producer._response_codes", "producer.errors"),
     "producer._transport": (*CORE, LIFECYCLE, "producer._transport"),
     "producer._client": (
         *CORE,
@@ -162,8 +162,8 @@ def test_every_package_has_a_layer() -> None:
         ("_remoting/frame.py", "from .._client import routes"),
         ("_transport/pool.py", "import producer._client.routes"),
         ("testing/_broker.py", "from producer._send.result import SendResult"),
-        ("errors.py", "from producer._remoting.frame import encode_frame"),
-        ("errors.py", "from producer._remoting.codes import ResponseCode"),
+        ("errors/_base.py", "from producer._remoting.frame import encode_frame"),
+        ("errors/_broker.py", "from producer._remoting.codes import ResponseCode"),
         ("_response_codes.py", "from producer.errors import BrokerError"),
         ("_send/sender.py", "from producer.cli import main"),
         ("_producer.py", "import rich"),
@@ -350,7 +350,7 @@ def test_the_cycle_checks_catch_a_cycle() -> None:
     back = "from producer._remoting.frame import decode_frame\n"
     graph = import_graph({command: back, frame: None})
     assert cycles(graph) == [["producer._remoting.command", "producer._remoting.frame"]]
-    codes, errors = SDK / "_response_codes.py", SDK / "errors.py"
+    codes, errors = SDK / "_response_codes.py", SDK / "errors" / "__init__.py"
     up = "from producer.errors import BrokerError\n"
     down = "from producer._response_codes import ResponseCode\n"
     assert cycles(layer_graph(import_graph({codes: up, errors: down}))) == [

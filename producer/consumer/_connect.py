@@ -4,16 +4,19 @@ The push consumer and the dead-letter reader open them the same way."""
 
 from __future__ import annotations
 
+import os
 import random
 import ssl
 from dataclasses import dataclass
 
 from producer._client.clock import Clock
+from producer._client.host import local_ipv4
 from producer._client.remoting import RemotingClient
-from producer._client.routes import RouteTable
-from producer._remoting.acl import RequestSigner
+from producer._client.routes import RouteTable, parse_namesrv
+from producer._remoting.acl import Credentials, RequestSigner, signer_for
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._transport import ConnectionPool, Runtime
+from producer._transport.base import client_tls
 from producer.consumer._broker_api import BrokerApi
 
 
@@ -27,6 +30,27 @@ class Identity:
     signer: RequestSigner | None
     tls: ssl.SSLContext | None
     connect_timeout_ms: float
+
+    @classmethod
+    def of_tool(
+        cls,
+        group: str,
+        kind: str,
+        namesrv: str | list[str],
+        credentials: Credentials | None,
+        ssl_option: bool | ssl.SSLContext | None,
+        connect_timeout_ms: float,
+    ) -> Identity:
+        """A client that joins no group (a pull consumer, the DLQ reader): its id says
+        ``kind`` and the process, as the Java tools' instance names do."""
+        return cls(
+            group,
+            f"{local_ipv4()}@{kind}-{os.getpid()}",
+            parse_namesrv(namesrv),
+            signer_for(credentials),
+            client_tls(ssl_option),
+            connect_timeout_ms,
+        )
 
 
 async def open_api(

@@ -9,7 +9,6 @@ its first ``msg_id``, with a fresh retry budget: a new message starts at 0 recon
 
 from __future__ import annotations
 
-import os
 import random
 import ssl as ssl_module
 from collections.abc import Sequence
@@ -17,11 +16,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from producer._client.clock import Clock, LoopClock
-from producer._client.host import local_ipv4
-from producer._client.routes import parse_namesrv
 from producer._consume.message import ReceivedMessage, decode_pulled
 from producer._lifecycle import AsyncLifecycle
-from producer._remoting.acl import Credentials, signer_for
+from producer._remoting.acl import Credentials
 from producer._remoting.consumer_requests import PullParams, PullStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.properties import KEYS, RESERVED_PROPERTY_NAMES, RETRY_TOPIC, TAGS
@@ -29,7 +26,6 @@ from producer._remoting.retry_topics import dlq_topic
 from producer._remoting.validation import check_group
 from producer._send.result import SendResult
 from producer._transport import ConnectionPool, current_runtime
-from producer._transport.base import client_tls
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.errors import LocalProtocolError, NoRouteError
@@ -115,14 +111,7 @@ class DeadLetterQueue(AsyncLifecycle):
         check_group(group, role="consumer")
         self.group = group
         self.topic = dlq_topic(group)
-        self._who = Identity(
-            group,
-            f"{local_ipv4()}@dlq-{os.getpid()}",
-            parse_namesrv(namesrv),
-            signer_for(credentials),
-            client_tls(ssl),
-            connect_timeout_ms,
-        )
+        self._who = Identity.of_tool(group, "dlq", namesrv, credentials, ssl, connect_timeout_ms)
         self._clock = clock
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None

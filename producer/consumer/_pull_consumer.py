@@ -10,7 +10,6 @@ when the messages of a pull are handed out, so an error never loses a message.
 
 from __future__ import annotations
 
-import os
 import random
 import ssl as ssl_module
 from collections import deque
@@ -20,16 +19,13 @@ from typing import Literal
 import anyio
 
 from producer._client.clock import Clock, LoopClock
-from producer._client.host import local_ipv4
-from producer._client.routes import parse_namesrv
 from producer._consume.message import ReceivedMessage
 from producer._lifecycle import AsyncLifecycle
-from producer._remoting.acl import Credentials, signer_for
+from producer._remoting.acl import Credentials
 from producer._remoting.message import MessageQueue
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
-from producer._transport.base import client_tls
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
@@ -84,14 +80,7 @@ class PullConsumer(AsyncLifecycle):
         self._raise_out_of_range = offset_out_of_range == "raise"
         self._max_pull = max_pull_messages
         self._request_timeout_ms = request_timeout_ms
-        self._who = Identity(
-            group,
-            f"{local_ipv4()}@pull-{os.getpid()}",
-            parse_namesrv(namesrv),
-            signer_for(credentials),
-            client_tls(ssl),
-            connect_timeout_ms,
-        )
+        self._who = Identity.of_tool(group, "pull", namesrv, credentials, ssl, connect_timeout_ms)
         self._clock = clock
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
