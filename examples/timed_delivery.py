@@ -52,6 +52,9 @@ async def main() -> None:
             await producer.send(Message("Orders", b"x", delay_ms=DELAY_MS))
         except TimedDeliveryUnsupportedError as exc:
             print(f"4.9.4 broker: {exc}")
+        else:
+            raise SystemExit("a 4.9.4 broker took a timed message: it would deliver it at once")
+    print("OK: the timed message arrived when asked; the 4.9.4 broker was never sent one")
 
 
 if __name__ == "__main__":

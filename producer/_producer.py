@@ -55,6 +55,12 @@ from producer.errors import (
 log = logging.getLogger("producer")
 
 
+_RUNS_ONCE = (
+    "a Producer is started once and closed once (closing again is a no-op); "
+    "create a new Producer to send again"
+)
+
+
 class ProducerState(enum.Enum):
     NEW = "new"
     RUNNING = "running"
@@ -204,13 +210,19 @@ class Producer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.aclose()
+        try:
+            await self.aclose()
+        except anyio.get_cancelled_exc_class():
+            if not isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise
+            # The body was cancelled (Ctrl-C in asyncio.run): its own cancellation goes on,
+            # without a second traceback chained onto it; aclose finished all the same.
 
     async def start(self) -> None:
         """Open the connection pool and start the background upkeep (call from one task
         that also calls :meth:`aclose`; ``async with`` does both)."""
         if self.state is not ProducerState.NEW:
-            raise LocalProtocolError(f"start() on a {self.state.value} producer")
+            raise LocalProtocolError(f"start() on a {self.state.value} producer: {_RUNS_ONCE}")
         runtime = current_runtime()
         self._runtime = runtime  # its loop is the only one this producer can run on
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
@@ -297,15 +309,17 @@ class Producer:
         assert self._async_sends is not None
         await self._async_sends.cancel_all()  # before the scope below cancels this task too
         self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(None, None, None)
+        cancelled = await _exit_noting_cancel(self._tg)
         if self._batching is not None:
             self._batching.fail_pending()
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0, shield=True):
             await self._maintenance.unregister_all()
         # Not wrapped in a scope of ours: the pool exits the connector's task group, which
         # was entered before any scope opened here (trio insists on that order).
-        await self._pool.__aexit__(None, None, None)
+        cancelled = await _exit_noting_cancel(self._pool) or cancelled
         self.state = ProducerState.CLOSED
+        if cancelled is not None:  # the caller is being cancelled: closed, now say so
+            raise cancelled
 
     async def _drain(self) -> None:
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
@@ -444,7 +458,7 @@ class Producer:
                 f"producer {self.group!r} is not started: use `async with Producer(...)` "
                 "or `await producer.start()` first"
             )
-        raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}")
+        raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}: {_RUNS_ONCE}")
 
     def _check_loop(self) -> None:
         runtime = self._runtime
@@ -485,3 +499,13 @@ class Producer:
 def _answered(result: SendResult | None) -> SendResult:
     assert result is not None, "only a oneway send ends without a result"
     return result
+
+
+async def _exit_noting_cancel(context: Any) -> BaseException | None:
+    """Exit an async context entered at start; a cancellation of the closing task is
+    returned, not raised, so that closing goes on to the end before it propagates."""
+    try:
+        await context.__aexit__(None, None, None)
+    except anyio.get_cancelled_exc_class() as exc:
+        return exc
+    return None

@@ -86,11 +86,13 @@ _CONSUMING_CITE = re.compile(r"consuming\.md\s+((?:" + _SECTION.pattern + r"(?:,
 
 
 def _cited_sources() -> dict[str, str]:
-    """Every tracked Python and Markdown file outside docs/, by name."""
+    """Every tracked Python and Markdown file outside docs/ and the golden recordings (whose
+    READMEs name their own scenarios and steps, which look like rule ids), by name."""
     tracked = subprocess.run(
         ["git", "ls-files", "*.py", "*.md"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
-    return {name: (ROOT / name).read_text() for name in tracked if not name.startswith("docs/")}
+    skipped = ("docs/", "tests/golden/")
+    return {name: (ROOT / name).read_text() for name in tracked if not name.startswith(skipped)}
 
 
 def _expand(first: str, last: str | None) -> list[str]:
@@ -134,3 +136,38 @@ def test_no_file_cites_the_old_rule_files() -> None:
 
 def _doc(name: str) -> str:
     return (ROOT / "docs" / name).read_text()
+
+
+# -- the README is a map a newcomer can follow ----------------------------------------------
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_contents_point_at_its_headings() -> None:
+    text = (ROOT / "README.md").read_text()
+    contents = text.split("## Contents", 1)[1].split("\n## ", 1)[0]
+    anchors = re.findall(r"\]\(#([^)]+)\)", contents)
+    headings = {_slug(h) for h in re.findall(r"^##+ (.+)$", text, flags=re.MULTILINE)}
+    assert len(anchors) >= 10 and set(anchors) <= headings, set(anchors) - headings
+    top = [_slug(h) for h in re.findall(r"^## (.+)$", text, flags=re.MULTILINE)]
+    assert [a for a in top if a != "contents"] == anchors  # every section listed, in order
+
+
+def test_every_relative_link_in_the_docs_exists() -> None:
+    missing = []
+    for doc in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
+            if not (doc.parent / target).exists():
+                missing.append(f"{doc.relative_to(ROOT)} -> {target}")
+    assert missing == []
+
+
+def test_the_readme_lists_every_example_and_only_real_ones() -> None:
+    text = (ROOT / "README.md").read_text()
+    named = set(re.findall(r"python -m examples\.(\w+)", text))
+    named |= set(re.findall(r"examples/(test_\w+)\.py", text))
+    on_disk = {p.stem for p in (ROOT / "examples").glob("*.py") if p.stem != "__init__"}
+    assert named == on_disk

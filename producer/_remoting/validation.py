@@ -97,9 +97,19 @@ def check_send_topic(topic: object) -> None:
         raise MessageValidationError("topic", topic, "sending to a system topic is forbidden")
 
 
-def check_group(group: object) -> None:
-    """A valid producer group name (``Validators.checkGroup``)."""
-    _check_name("group", group, GROUP_MAX_LENGTH)
+#: The groups Java's ``checkConfig`` refuses (``MixAll.DEFAULT_PRODUCER_GROUP`` /
+#: ``DEFAULT_CONSUMER_GROUP``): placeholders every misconfigured client would share.
+DEFAULT_GROUPS = {"producer": "DEFAULT_PRODUCER", "consumer": "DEFAULT_CONSUMER"}
+
+
+def check_group(group: object, role: str = "producer") -> None:
+    """A valid group name for a ``role`` ("producer" or "consumer") client
+    (``Validators.checkGroup``, and Java's refusal of the default group)."""
+    name = _check_name("group", group, GROUP_MAX_LENGTH)
+    if name == DEFAULT_GROUPS[role]:
+        raise MessageValidationError(
+            "group", name, f"a group of your own: {name} is the placeholder Java refuses too"
+        )
 
 
 def _check_name(field: str, name: object, max_length: int) -> str:

@@ -39,7 +39,12 @@ def add_dlq_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         else:
             sub.add_argument("msg_ids", nargs="*", metavar="MSG_ID", help="msg ids (UNIQ_KEY)")
         if name == "redrive":
-            sub.add_argument("--all", action="store_true", help="every dead letter of the group")
+            sub.add_argument(
+                "--all", action="store_true", help="every dead letter not re-driven yet"
+            )
+            sub.add_argument(
+                "--again", action="store_true", help="also those re-driven before (once more)"
+            )
             sub.add_argument("--producer-group", default="dlq-redrive", metavar="PG")
     return parser
 
@@ -54,7 +59,7 @@ async def run_dlq(args: argparse.Namespace, out: TextIO) -> int:
                 for letter in letters:
                     _show(letter, out)
                 return 0
-            return await _redrive(dlq, letters, args.producer_group, args.namesrv, out)
+            return await _redrive(dlq, letters, args, out)
     except LocalProtocolError as exc:
         print(f"error: {exc}", file=out)
         return EXIT_USAGE
@@ -73,14 +78,16 @@ async def _chosen(dlq: DeadLetterQueue, args: argparse.Namespace) -> list[DeadLe
 
 
 def _list(letters: list[DeadLetter], topic: str, out: TextIO) -> int:
-    print(f"{len(letters)} message(s) in {topic}", file=out)
+    redriven = sum(letter.redriven for letter in letters)
+    legend = f" ({redriven} re-driven, marked *)" if redriven else ""
+    print(f"{len(letters)} message(s) in {topic}{legend}", file=out)
     for letter in letters:
         m = letter.message
         head = (
-            f"{m.msg_id}  topic={letter.original_topic or '?'}  tries={m.reconsume_times}  "
-            f"stored={_when(m.store_timestamp, 'seconds')}  "
+            f"{'* ' if letter.redriven else ''}{m.msg_id}  topic={letter.original_topic or '?'}"
+            f"  tries={m.reconsume_times}  stored={_when(m.store_timestamp, 'seconds')}  "
         )
-        print(head + _body(m, max(MAX_LINE - len(head), 12)), file=out)
+        print(head + _body(m, max(MAX_LINE - len(head), 10)), file=out)
     return 0
 
 
@@ -90,6 +97,8 @@ def _show(letter: DeadLetter, out: TextIO) -> None:
     print(f"original topic: {letter.original_topic or '?'}", file=out)
     print(f"dead-letter queue: {m.queue} offset {m.queue_offset}", file=out)
     print(f"failed deliveries: {m.reconsume_times}", file=out)
+    if letter.redriven_at_ms is not None:
+        print(f"re-driven: {_when(letter.redriven_at_ms)}", file=out)
     print(f"born: {_when(m.born_timestamp)} at {m.born_host}", file=out)
     print(f"stored: {_when(m.store_timestamp)} at {m.store_host}", file=out)
     for name, value in sorted(m.properties.items()):
@@ -99,15 +108,24 @@ def _show(letter: DeadLetter, out: TextIO) -> None:
 
 
 async def _redrive(
-    dlq: DeadLetterQueue, letters: list[DeadLetter], group: str, namesrv: str, out: TextIO
+    dlq: DeadLetterQueue, letters: list[DeadLetter], args: argparse.Namespace, out: TextIO
 ) -> int:
+    again = args.again
+    if args.all and not again:  # --all means those not re-driven yet
+        skipped = sum(letter.redriven for letter in letters)
+        letters = [letter for letter in letters if not letter.redriven]
+        if skipped:
+            print(f"skipped {skipped} re-driven before (--again to include them)", file=out)
+    done = [letter.msg_id for letter in letters if letter.redriven]
+    if done and not again:
+        raise LocalProtocolError(f"already re-driven: {', '.join(done)} (--again to re-drive)")
     for letter in letters:
         letter.redrive_message()  # every one checked before the first is sent
     failed = 0
-    async with Producer(group, namesrv) as producer:
+    async with Producer(args.producer_group, args.namesrv) as producer:
         for letter in letters:
             try:
-                (result,) = await dlq.redrive([letter], producer)
+                (result,) = await dlq.redrive([letter], producer, again=again)
             except ProducerError as exc:
                 failed += 1
                 print(f"{letter.msg_id}  FAILED {type(exc).__name__}: {exc}", file=out)

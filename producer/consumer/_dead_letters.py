@@ -50,12 +50,26 @@ class Sender(Protocol):
 READ_TIMEOUT_MS = 5000.0
 
 
+#: A re-drive leaves a mark in the dead-letter queue itself: a small record carrying this
+#: property (the re-driven msg id). Consumers never read ``%DLQ%`` topics (a real broker
+#: creates them write-only), so the marks are for this tool: ``read`` folds them into
+#: ``DeadLetter.redriven`` and ``redrive`` refuses a letter already re-driven.
+REDRIVEN_MSG_ID = "REDRIVEN_MSG_ID"
+REDRIVEN_AT_MS = "REDRIVEN_AT_MS"
+
+
 @dataclass(frozen=True)
 class DeadLetter:
-    """One message of a dead-letter queue, and the topic it died on."""
+    """One message of a dead-letter queue, the topic it died on, and whether this tool
+    re-drove it already (``redriven_at_ms``: when, epoch ms)."""
 
     message: ReceivedMessage
     original_topic: str | None  # RETRY_TOPIC; None if the message does not say
+    redriven_at_ms: int | None = None
+
+    @property
+    def redriven(self) -> bool:
+        return self.redriven_at_ms is not None
 
     @property
     def msg_id(self) -> str:
@@ -98,7 +112,7 @@ class DeadLetterQueue:
         rng: random.Random | None = None,
         connect_timeout_ms: float = 3000.0,
     ) -> None:
-        check_group(group)
+        check_group(group, role="consumer")
         self.group = group
         self.topic = dlq_topic(group)
         self._who = Identity(
@@ -119,7 +133,7 @@ class DeadLetterQueue:
 
     async def __aenter__(self) -> DeadLetterQueue:
         runtime = current_runtime()
-        clock = self._clock or LoopClock(runtime.loop_time)
+        clock = self._clock = self._clock or LoopClock(runtime.loop_time)
         self._pool, self._api = await open_api(runtime, self._who, clock, self._rng)
         return self
 
@@ -134,21 +148,28 @@ class DeadLetterQueue:
         self._pool = self._api = None
 
     async def read(self, limit: int | None = None) -> list[DeadLetter]:
-        """Every message of the dead-letter queue (oldest first per queue), up to ``limit``.
-        An empty list when the group never dead-lettered anything."""
+        """Every message of the dead-letter queue (oldest first per queue), up to ``limit``,
+        each with whether it was re-driven. An empty list when the group never
+        dead-lettered anything."""
         api = self._open_api()
         try:
             queues = (await api.refresh(self.topic)).queues
         except NoRouteError:
             return []  # created on the first dead letter: none yet
-        found: list[DeadLetter] = []
-        for queue in queues:
-            found += await self._read_queue(
-                api, queue, None if limit is None else limit - len(found)
-            )
-            if limit is not None and len(found) >= limit:
-                break
-        return found
+        records: list[ReceivedMessage] = []
+        for queue in queues:  # whole queues: a mark comes after its letter
+            records += await self._read_queue(api, queue)
+        marks = {
+            m.properties[REDRIVEN_MSG_ID]: int(m.properties.get(REDRIVEN_AT_MS, "0"))
+            for m in records
+            if REDRIVEN_MSG_ID in m.properties
+        }
+        letters = [
+            DeadLetter(m, m.properties.get(RETRY_TOPIC), marks.get(m.msg_id))
+            for m in records
+            if REDRIVEN_MSG_ID not in m.properties
+        ]
+        return letters if limit is None else letters[:limit]
 
     async def find(self, msg_ids: Sequence[str]) -> list[DeadLetter]:
         """The dead letters with these ids; raises if one is not in the queue."""
@@ -158,18 +179,36 @@ class DeadLetterQueue:
             raise LocalProtocolError(f"not in {self.topic}: {', '.join(missing)}")
         return [by_id[i] for i in msg_ids]
 
-    async def redrive(self, letters: Sequence[DeadLetter], producer: Sender) -> list[SendResult]:
+    async def redrive(
+        self, letters: Sequence[DeadLetter], producer: Sender, *, again: bool = False
+    ) -> list[SendResult]:
         """Publish each letter's copy to its original topic through ``producer`` (a
-        :class:`~producer.Producer`: anything whose ``send`` the caller already owns)."""
-        copies = [letter.redrive_message() for letter in letters]  # all checked first
-        return [await producer.send(copy) for copy in copies]
+        :class:`~producer.Producer`: anything whose ``send`` the caller already owns), then
+        mark it re-driven in the dead-letter queue. A letter already re-driven is refused
+        (all are checked before the first is sent) unless ``again``."""
+        done = [letter.msg_id for letter in letters if letter.redriven]
+        if done and not again:
+            raise LocalProtocolError(
+                f"already re-driven: {', '.join(done)}; re-drive them again with again=True "
+                "(--again), or leave them out"
+            )
+        copies = [letter.redrive_message() for letter in letters]
+        results = []
+        for copy in copies:
+            results.append(await producer.send(copy))
+            await producer.send(self._mark(copy))
+        return results
 
-    async def _read_queue(
-        self, api: BrokerApi, queue: MessageQueue, limit: int | None
-    ) -> list[DeadLetter]:
+    def _mark(self, copy: Message) -> Message:
+        assert self._clock is not None  # set on entry, as the API the caller opened
+        now_ms = self._clock.wall_ms()
+        properties = {REDRIVEN_MSG_ID: copy.msg_id or "", REDRIVEN_AT_MS: str(now_ms)}
+        return Message(self.topic, b"re-driven", properties=properties)
+
+    async def _read_queue(self, api: BrokerApi, queue: MessageQueue) -> list[ReceivedMessage]:
         offset, end = await api.min_offset(queue), await api.max_offset(queue)
-        found: list[DeadLetter] = []
-        while offset < end and (limit is None or len(found) < limit):
+        found: list[ReceivedMessage] = []
+        while offset < end:
             params = PullParams(
                 group=self.group,
                 queue=queue,
@@ -186,10 +225,9 @@ class DeadLetterQueue:
             if result.status is not PullStatus.FOUND:
                 break
             for record in result.records:
-                message = decoded_message(record, queue.broker_name, MAX_BODY_BYTES)
-                found.append(DeadLetter(message, message.properties.get(RETRY_TOPIC)))
+                found.append(decoded_message(record, queue.broker_name, MAX_BODY_BYTES))
             offset = result.next_begin_offset
-        return found if limit is None else found[:limit]
+        return found
 
     def _open_api(self) -> BrokerApi:
         if self._api is None:

@@ -82,7 +82,7 @@ class PushConsumer:
         rng: random.Random | None = None,
         **options: object,
     ) -> None:
-        check_group(group)
+        check_group(group, role="consumer")
         self.group = group
         self.namesrv_addrs = parse_namesrv(namesrv)
         self.options = ConsumerOptions.build(model=model, consume_from=consume_from, **options)

@@ -86,10 +86,25 @@ async def test_list_show_and_redrive(cluster: DevCluster) -> None:
     assert copy.reconsume_times == 0 and copy.properties["shop"] == "7"  # a fresh budget
     assert copy.properties["TAGS"] == "paid" and copy.properties["KEYS"] == "k1"
     assert "RETRY_TOPIC" not in copy.properties
-    assert len(cluster.messages("%DLQ%cg")) == 3  # reading and re-driving change nothing there
+    # reading changes nothing there; a re-drive adds one mark, and the letters stay
+    assert len(cluster.messages("%DLQ%cg")) == 3 + 1
+    code, out = await dlq("list", *where)
+    assert out.startswith("3 message(s) in %DLQ%cg (1 re-driven, marked *)")
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("* ")] == [ids[1]]
 
+    code, out = await dlq("redrive", *where, ids[1])  # twice: refused, nothing sent
+    assert code == 2 and f"already re-driven: {ids[1]}" in out and "--again" in out
+    assert len(cluster.messages("Orders")) == before + 1
+
+    code, out = await dlq("redrive", *where, "--all")  # the two not re-driven yet
+    assert code == 0 and "skipped 1 re-driven before" in out and "re-driven 2 of 2" in out
     code, out = await dlq("redrive", *where, "--all")
-    assert code == 0 and "re-driven 3 of 3" in out
+    assert code == 0 and "re-driven 0 of 0" in out
+    assert len(cluster.messages("Orders")) == before + 3  # each dead letter once
+
+    code, out = await dlq("redrive", *where, ids[1], "--again")  # asked for: once more
+    assert code == 0 and "re-driven 1 of 1" in out
+    assert len(cluster.messages("Orders")) == before + 4
 
 
 async def test_bad_requests_say_what_is_wrong(cluster: DevCluster) -> None:

@@ -38,11 +38,24 @@ async def test_closed_producer_refuses_sends(cluster: DevClusterThread) -> None:
     async with p:
         assert p.state is ProducerState.RUNNING
     assert p.state is ProducerState.CLOSED
-    with pytest.raises(ProducerClosedError, match="closed"):
+    with pytest.raises(ProducerClosedError, match=r"closed: .*create a new Producer"):
         await p.send(Message(TOPIC, b"x"))
     with pytest.raises(ProducerClosedError):
         p.send_async(Message(TOPIC, b"x"))
     await p.aclose()  # idempotent
+    with pytest.raises(LocalProtocolError, match=r"closed producer: .*create a new Producer"):
+        async with p:  # re-entering says how to fix it
+            pass
+
+
+def test_the_default_groups_java_refuses_are_refused() -> None:
+    from producer.consumer import PushConsumer
+    from producer.errors import MessageValidationError
+
+    with pytest.raises(MessageValidationError, match="DEFAULT_PRODUCER is the placeholder"):
+        Producer("DEFAULT_PRODUCER", "127.0.0.1:9876")
+    with pytest.raises(MessageValidationError, match="DEFAULT_CONSUMER is the placeholder"):
+        PushConsumer("DEFAULT_CONSUMER", "127.0.0.1:9876", listener=print)
 
 
 async def test_start_twice_is_a_local_error(cluster: DevClusterThread) -> None:
@@ -202,3 +215,49 @@ def test_a_producer_used_from_another_loop_says_so(cluster: DevClusterThread) ->
     errors = asyncio.run(home())
     assert len(errors) == 2
     assert all("started on another event loop" in e for e in errors)
+
+
+CTRL_C_LOOP = """
+import asyncio
+from producer import Message, Producer
+from producer.testing import DevClusterThread
+
+async def main(addr):
+    p = Producer("g", addr)
+    try:
+        async with p:
+            await p.send(Message("T", b"x"))
+            print("ready", flush=True)
+            while True:
+                await p.send(Message("T", b"x"))
+    finally:
+        print("state", p.state.value, flush=True)
+
+with DevClusterThread(brokers=2, topics={"T": 2}) as cluster:
+    asyncio.run(main(cluster.namesrv_addr))
+"""
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_in_an_asyncio_send_loop_is_one_cancellation_and_a_closed_producer() -> None:
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_LOOP],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert out.strip() == "state closed"
+    assert err.rstrip().endswith("KeyboardInterrupt")
+    # asyncio's own shape: the interrupted send's CancelledError, then KeyboardInterrupt -
+    # not a second cancellation chained on from closing the producer
+    assert err.count("CancelledError") == 1 and "cancel scope" not in err, err

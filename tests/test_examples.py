@@ -1,0 +1,41 @@
+"""Every script in ``examples/`` runs as the README shows it and ends well, so none rots.
+
+A script ends with a line starting ``OK``; a pytest example (``examples/test_*.py``) must
+pass under pytest. New examples are picked up by the glob: none can be forgotten.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if p.name != "__init__.py")
+
+
+def command(example: Path) -> list[str]:
+    if example.name.startswith("test_"):
+        return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(example)]
+    return [sys.executable, "-m", f"examples.{example.stem}"]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_the_example_runs(example: Path) -> None:
+    # As a user runs them: no PYSPARK_PYTHON (producer.spark picks the driver's interpreter)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    done = subprocess.run(
+        command(example), cwd=ROOT, env=env, capture_output=True, text=True, timeout=170
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    if not example.name.startswith("test_"):
+        assert done.stdout.splitlines()[-1].startswith("OK"), done.stdout[-2000:]
+
+
+def test_there_are_examples() -> None:
+    assert len(EXAMPLES) >= 6
