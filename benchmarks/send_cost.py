@@ -6,6 +6,9 @@ Two measurements, neither a throughput race:
   task per in-flight send) with batching on and off, and the raw-frame blaster at the
   same window; client CPU is ``time.process_time()`` of this process over the whole
   window, divided by the messages. Prints one JSON line with ``--json``.
+* **Loopback** (``--loopback``): the SDK sides only, each connection answered in-process
+  by the sink's encoder (:mod:`benchmarks._loopback`): the SDK's own CPU per send with no
+  syscall and no scheduler in it, the steadiest A/B on a shared machine.
 * **Counts** (``--count``): the same loads on a plain asyncio loop that counts, per send,
   its loop iterations, ``call_soon`` callbacks, timers armed (``call_at``) and cancelled,
   loop futures, tasks, and socket writes (the connections' flush counter). Counting
@@ -30,6 +33,7 @@ import time
 from typing import Any
 
 from benchmarks import _common as common
+from benchmarks import _loopback
 from benchmarks._blaster import Blaster
 from benchmarks._cluster import ClusterProcess
 from benchmarks._loads import AwaitLoad
@@ -50,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--body", type=common.positive_int, default=1024)
     parser.add_argument("--count", action="store_true", help="count loop work per send")
+    parser.add_argument(
+        "--loopback", action="store_true", help="answer in-process: the SDK's own CPU only"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--ab", nargs=2, metavar=("TREE_A", "TREE_B"), help="A/B two trees")
     parser.add_argument("--rounds", type=common.positive_int, default=5, help="A/B rounds")
@@ -212,11 +219,13 @@ async def measure_all(args: argparse.Namespace, namesrv: str) -> dict[str, Any]:
         side = "sdk" if batching else "sdk_unbatched"
         async with Producer(GROUP, namesrv=namesrv, batching=batching) as producer:
             await producer.send(message)  # route and connection
+            swapped = _loopback.short_circuit(producer) if args.loopback else []
             for n in args.concurrency:
                 out.setdefault(f"await x{n}", {})[side] = await _sdk_window(
                     producer, message, n, args.sends
                 )
-    if not args.count:
+            _loopback.restore(swapped)
+    if not (args.count or args.loopback):
         for n in args.concurrency:
             out[f"await x{n}"]["blaster"] = await _blaster_window(
                 namesrv, n, args.blaster_s, args.body
@@ -240,6 +249,7 @@ def run_one(args: argparse.Namespace, namesrv: str) -> dict[str, Any]:
 def _child(tree: str, args: argparse.Namespace, namesrv: str) -> dict[str, Any]:
     argv = [sys.executable, "-m", "benchmarks.send_cost", "--json", "--namesrv", namesrv]
     argv += ["--concurrency", ",".join(map(str, args.concurrency)), "--sends", str(args.sends)]
+    argv += ["--loopback"] if args.loopback else []
     env = {**os.environ, "PYTHONPATH": tree}
     done = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, check=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -258,8 +268,8 @@ def ab(args: argparse.Namespace, namesrv: str) -> None:
             print(f"round {n + 1} {name} done", file=sys.stderr)
     print(f"A = {trees['A']}\nB = {trees['B']}\nmedian (min-max) over {args.rounds} rounds")
     print(f"{'mode':<10} {'side':<14} {'metric':<16} {'A':>22} {'B':>22}")
-    for mode in runs["A"][0]:
-        for side in ("blaster", "sdk", "sdk_unbatched"):
+    for mode, sides in runs["A"][0].items():
+        for side in sides:
             for metric in METRICS:
                 cells = [_spread([r[mode][side][metric] for r in runs[k]]) for k in "AB"]
                 print(f"{mode:<10} {side:<14} {metric:<16} {cells[0]:>22} {cells[1]:>22}")
