@@ -291,7 +291,8 @@ class Producer:
                 spawn=self._async_sends.spawn,
                 loop=runtime.asyncio_loop,
             )
-            self._tg.start_soon(self._batching.accumulator.run)
+            if self._batching.accumulator.needs_task:  # trio; asyncio flushes by callback
+                self._tg.start_soon(self._batching.accumulator.run)
         self.state = ProducerState.RUNNING
 
     async def aclose(self) -> None:

@@ -114,6 +114,7 @@ class BatchSends:
             max_messages=options.batch_max_messages,
             max_bytes=options.batch_max_bytes,
             linger_ms=options.batch_linger_ms,
+            loop=loop,
         )
 
     # -- joining --------------------------------------------------------------------------

@@ -48,3 +48,51 @@ def test_async_sends_make_no_task_each(batching: str, most: int) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip()) <= most
+
+
+LONE = """
+import asyncio, sys
+from benchmarks._cluster import ClusterProcess
+from producer import Message, Producer
+
+async def main(namesrv):
+    async with Producer("g", namesrv, routing="off") as p:  # batching on
+        await p.send(Message("T", b"warm"))
+        loop = asyncio.get_running_loop()
+        made = []
+
+        def factory(loop, coro, **kw):
+            made.append(coro)
+            return asyncio.Task(coro, loop=loop, **kw)
+
+        loop.set_task_factory(factory)
+        for i in range(300):  # one at a time: each next send follows its answer
+            await p.send(Message("T", b"%d" % i))
+        loop.set_task_factory(None)
+    print(len(made))
+
+with ClusterProcess(brokers=1, topics={"T": 4}, sink=True) as cluster:  # answers fast
+    if sys.argv[1] == "uvloop":
+        import uvloop
+        uvloop.run(main(cluster.namesrv))
+    else:
+        asyncio.run(main(cluster.namesrv))
+"""
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_lone_send_never_joins_a_group_of_one(loop: str) -> None:
+    """One send at a time with batching on, against a broker in its own process that
+    answers at once: the turn a send opened is closed before its answer can wake the
+    next one, so no send ever joins a group (a group of one is run
+    as a task: the count of tasks made is the count of lone sends that joined)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LONE, loop],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip()) == 0
