@@ -1,0 +1,1 @@
+"""Runnable examples (each also run by a test)."""

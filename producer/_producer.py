@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup
 from latency_fault import make_router
 from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
+from producer._client.keywords import known_keywords
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, parse_namesrv
 from producer._client.upkeep import Maintenance
@@ -80,6 +81,7 @@ class Producer:
     ``rng`` and ``connector`` are for tests and embedding.
     """
 
+    @known_keywords
     def __init__(
         self,
         group: str,
@@ -360,26 +362,27 @@ class Producer:
         if order_key is not None and not isinstance(order_key, str):
             raise LocalProtocolError(f"order_key must be a str, got {type(order_key).__name__}")
         prepared = self._prepare(message)
+        budget = self._budget_ms(timeout_ms)
         if message.timed:
-            await self._check_timed(message, timeout_ms)
+            await self._check_timed(message, budget)
         batching = self._batching
         if batching is not None and order_key is None and batchable(prepared, message):
-            assert self._planner is not None
-            joined = batching.send(prepared, message, self._planner.budget_ms(timeout_ms))
+            joined = batching.send(prepared, message, budget)
             if joined is not None:
                 return await joined
         job = SendJob(prepared, message, order_key)
-        return _answered(await self._run(job, SendMode.SYNC, timeout_ms))
+        return _answered(await self._run(job, SendMode.SYNC, budget))
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout_ms: float | None = None
     ) -> SendResult:
         """One SEND_BATCH_MESSAGE for messages of one topic; ``result.msg_ids`` lists them."""
         self._check_open()
-        keys = [m.msg_id or self._uniq_keys.next_id(self._clock.wall_ms()) for m in messages]
+        keys = [self._uniq_key(m) for m in messages]
         traced = [self._telemetry.carry_context(m) for m in messages]
         prepared = self._factory.prepare_batch(traced, keys)
-        return _answered(await self._run(SendJob(prepared, messages[0]), SendMode.SYNC, timeout_ms))
+        job = SendJob(prepared, messages[0])
+        return _answered(await self._run(job, SendMode.SYNC, self._budget_ms(timeout_ms)))
 
     def send_async(
         self,
@@ -394,8 +397,8 @@ class Producer:
         Exactly one of the callbacks runs, exactly once; the future resolves the same way.
         """
         prepared = self._prepare(message)
-        assert self._planner is not None and self._async_sends is not None
-        budget = self._planner.budget_ms(timeout_ms)
+        budget = self._budget_ms(timeout_ms)
+        assert self._planner is not None
         assert self._runtime is not None
         future = SendFuture(
             on_success, on_exception, msg_id=prepared.msg_id, loop=self._runtime.asyncio_loop
@@ -433,16 +436,17 @@ class Producer:
         assert self._async_runner is not None
         self._async_runner.start(job, plan, future)
 
-    async def _check_timed(self, message: Message, timeout_ms: float | None) -> None:
-        assert self._timer is not None and self._planner is not None
-        await self._timer.check(message, self._planner.budget_ms(timeout_ms))
+    async def _check_timed(self, message: Message, budget_ms: float) -> None:
+        assert self._timer is not None
+        await self._timer.check(message, budget_ms)
 
     async def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:
         """One attempt, no answer, no retry; raises if the frame could not be written."""
         prepared = self._prepare(message)
+        budget = self._budget_ms(timeout_ms)
         if message.timed:
-            await self._check_timed(message, timeout_ms)
-        await self._run(SendJob(prepared, message), SendMode.ONEWAY, timeout_ms)
+            await self._check_timed(message, budget)
+        await self._run(SendJob(prepared, message), SendMode.ONEWAY, budget)
 
     # -- internals --------------------------------------------------------------------
 
@@ -475,15 +479,21 @@ class Producer:
         self._check_open()
         if not isinstance(message, Message):
             raise LocalProtocolError(f"expected a producer.Message, got {type(message).__name__}")
-        uniq_key = message.msg_id or self._uniq_keys.next_id(self._clock.wall_ms())
-        return self._factory.prepare(self._telemetry.carry_context(message), uniq_key)
+        return self._factory.prepare(
+            self._telemetry.carry_context(message), self._uniq_key(message)
+        )
 
-    async def _run(
-        self, job: SendJob, mode: SendMode, timeout_ms: float | None
-    ) -> SendResult | None:
+    def _uniq_key(self, message: Message) -> str:
+        """The message's own ``msg_id`` (a resend keeps it), else a fresh one."""
+        return message.msg_id or self._uniq_keys.next_id(self._clock.wall_ms())
+
+    def _budget_ms(self, timeout_ms: float | None) -> float:
+        assert self._planner is not None
+        return self._planner.budget_ms(timeout_ms)
+
+    async def _run(self, job: SendJob, mode: SendMode, budget_ms: float) -> SendResult | None:
         assert self._sender is not None and self._planner is not None
-        budget = self._planner.budget_ms(timeout_ms)
-        plan = self._planner.plan(mode, budget, keyed=job.order_key is not None)
+        plan = self._planner.plan(mode, budget_ms, keyed=job.order_key is not None)
         ticket = self._tracker.begin()
         try:
             return await self._sender.run(job, plan)

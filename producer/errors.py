@@ -20,7 +20,7 @@ from typing import ClassVar, TypeVar
 
 import msgspec
 
-from producer._remoting.codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
+from producer._response_codes import RETRIED_BY_DEFAULT, ResponseCode, response_code_name
 
 __all__ = [
     "AclError",
@@ -47,6 +47,7 @@ __all__ = [
     "NameServerError",
     "NoRouteError",
     "NotInCurrentUnitError",
+    "OffsetOutOfRangeError",
     "ProducerClosedError",
     "ProducerError",
     "RemoteProtocolError",
@@ -191,8 +192,10 @@ class MessageTypeError(MessageValidationError, TypeError):
     """A message field has the wrong type (e.g. a ``str`` body); nothing was sent."""
 
 
-class InvalidOptionError(LocalProtocolError, ValueError):
-    """A constructor argument or option is invalid (names the option and the bad value)."""
+class InvalidOptionError(LocalProtocolError, ValueError, TypeError):
+    """A constructor argument or option is invalid (names the option and the bad value),
+    or unknown (names the nearest option there is): a ``TypeError`` too, as Python's own
+    error for an unexpected keyword is."""
 
 
 class ProducerClosedError(LocalProtocolError):
@@ -293,6 +296,33 @@ class NameServerError(ConnectError):
     protocol on the port, a broker's port): check the ``namesrv`` addresses."""
 
 
+# -- consuming --------------------------------------------------------------------------
+
+
+class OffsetOutOfRangeError(ProducerError):
+    """A consumer asked for an offset its queue no longer has: below the queue's minimum
+    (those messages were deleted before they were read: data loss) or beyond its maximum.
+    ``suggested`` is the offset the broker offered instead; seek there to go on."""
+
+    def __init__(
+        self, queue: str, requested: int, suggested: int, min_offset: int, max_offset: int
+    ) -> None:
+        why = (
+            f"{min_offset - requested} messages were deleted before they were read"
+            if requested < min_offset
+            else "past the end"
+        )
+        super().__init__(
+            f"offset {requested} of {queue} is out of range [{min_offset}, {max_offset}] "
+            f"({why}); the broker suggests {suggested}: seek there to go on"
+        )
+        self.queue = queue
+        self.requested = requested
+        self.suggested = suggested
+        self.min_offset = min_offset
+        self.max_offset = max_offset
+
+
 # -- broker answers ---------------------------------------------------------------------
 
 
@@ -301,7 +331,7 @@ class BrokerError(ProducerError):
 
     ``BrokerError.for_code(code, remark)`` picks the subclass for the code. Each class's
     ``code_name`` and ``retriable`` come from the one code table
-    (:class:`producer._remoting.codes.ResponseCode`): ``retriable`` says whether the
+    (:class:`producer._response_codes.ResponseCode`): ``retriable`` says whether the
     default :class:`~producer.RetryPolicy` retries the code (throttling codes after a
     back-off); the policy in use has the final word.
     """
@@ -451,11 +481,19 @@ class UndecodableBodyError(ProducerError):
     (install the extra; ``permanent`` is False) or :class:`CorruptBodyError`
     (``permanent``: it is dead-lettered at once)."""
 
-    def __init__(self, msg_id: str, cause: ProducerError) -> None:
-        super().__init__(f"message {msg_id}: body cannot be decoded: {cause.message}")
+    def __init__(
+        self, msg_id: str, cause: ProducerError, *, queue: str = "", offset: int = -1
+    ) -> None:
+        # A pull consumer says where the message is, and how to step over it.
+        where = f" (offset {offset} of {queue}; to skip it, seek that queue to {offset + 1})"
+        super().__init__(
+            f"message {msg_id}: body cannot be decoded: {cause.message}" + (where if queue else "")
+        )
         self.msg_id = msg_id
         self.cause = cause
         self.permanent = not isinstance(cause, CodecUnavailableError)
+        self.queue = queue
+        self.offset = offset
 
 
 class TimedDeliveryUnsupportedError(LocalProtocolError):

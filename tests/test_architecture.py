@@ -1,12 +1,15 @@
 """The shape of the code, checked: layers import only downwards, the core is pure, and
 every request leaves through one door.
 
-Layers, lowest first: ``_remoting`` (with ``errors``) <- ``_transport`` <- ``_client`` <-
+Layers, lowest first: ``_response_codes`` (the response-code table, importing nothing)
+<- ``errors`` <- ``_remoting`` <- ``_transport`` <- ``_client`` <-
 ``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli`` and ``spark``,
 which use the public API only. The consumer's pure core ``_consume`` sits on
 ``_remoting``; its shell ``consumer`` on ``_client`` and ``_consume``. ``testing`` (the
 dev cluster) may use the remoting core and the transport only. ``latency_fault`` is pure
-and imports no SDK (so the remoting core may use its Java string hash).
+and imports no SDK (so the remoting core may use its Java string hash). No module, and
+no layer, imports itself back through others, and no SDK module is imported inside a
+function to get round that.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "producer"
 
 # The SDK modules each layer may import (prefix match on the dotted name).
-CORE = ("producer.errors", "producer._remoting")
+CORE = ("producer._response_codes", "producer.errors", "producer._remoting")
 ALLOWED: dict[str, tuple[str, ...]] = {
+    "producer._response_codes": (),
     "producer._remoting": (*CORE, "latency_fault"),  # pure, SDK-free: Java's string hash
-    "producer.errors": ("producer._remoting.codes",),
+    "producer.errors": ("producer._response_codes",),
     "producer._transport": (*CORE, "producer._transport"),
     "producer._client": (*CORE, "producer._transport", "producer._client", "latency_fault"),
     "producer._send": (
@@ -63,6 +67,7 @@ ON_TOP = ("producer.cli", "producer.__main__", "producer.spark")  # users of the
 
 IMPURE = {"asyncio", "anyio", "trio", "sniffio", "socket", "time", "threading", "selectors"}
 PURE_FILES = [
+    SDK / "_response_codes.py",
     *sorted((SDK / "_remoting").glob("*.py")),
     SDK / "_send" / "plan.py",
     SDK / "_send" / "retry_policy.py",
@@ -140,6 +145,8 @@ def test_every_package_has_a_layer() -> None:
         ("_transport/pool.py", "import producer._client.routes"),
         ("testing/_broker.py", "from producer._send.result import SendResult"),
         ("errors.py", "from producer._remoting.frame import encode_frame"),
+        ("errors.py", "from producer._remoting.codes import ResponseCode"),
+        ("_response_codes.py", "from producer.errors import BrokerError"),
         ("_send/sender.py", "from producer.cli import main"),
         ("_producer.py", "import rich"),
         ("cli/send.py", "from producer._send.result import SendResult"),
@@ -191,3 +198,141 @@ def test_every_request_leaves_through_the_remoting_client() -> None:
             if takes_connection:
                 callers.append(f"{path.relative_to(ROOT)}:{node.lineno} {receiver}")
     assert callers == []
+
+
+# -- cycles ----------------------------------------------------------------------------------
+
+# Imported inside a function on purpose: the module needs an optional extra.
+LAZY_FOR_AN_EXTRA = {
+    ("producer/cli/__init__.py", "producer.cli.demo"),  # rich
+    ("producer/testing/_cluster.py", "producer.testing._http"),  # aiohttp
+}
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in (
+        "TYPE_CHECKING",
+        "typing.TYPE_CHECKING",
+    )
+
+
+def runtime_imports(path: Path, source: str | None = None) -> Iterator[tuple[int, str, bool]]:
+    """The SDK modules ``path`` imports when it runs, with the line and whether the import
+    is inside a function (``if TYPE_CHECKING`` blocks are not run)."""
+    own = module_name(path)
+    package = own if path.name == "__init__.py" else own.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text() if source is None else source, filename=str(path))
+
+    def visit(node: ast.AST, in_function: bool) -> Iterator[tuple[int, str, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if _is_type_checking(child):
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield child.lineno, alias.name, in_function
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    up = package.rsplit(".", child.level - 1)[0] if child.level > 1 else package
+                    base = f"{up}.{base}" if base else up
+                for alias in child.names:  # ``from pkg import module`` imports the module
+                    yield child.lineno, f"{base}.{alias.name}", in_function
+                yield child.lineno, base, in_function
+            else:
+                nested = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                yield from visit(child, in_function or nested)
+
+    for line, name, in_function in visit(tree, False):
+        if name.split(".")[0] in ("producer", "latency_fault"):
+            yield line, name, in_function
+
+
+def import_graph(sources: dict[Path, str | None]) -> dict[str, set[str]]:
+    """Module -> the SDK modules it imports at its top level (of those in ``sources``)."""
+    known = {module_name(path) for path in sources}
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for path, source in sources.items():
+        own = module_name(path)
+        for _, name, in_function in runtime_imports(path, source):
+            if not in_function and name in known and name != own:
+                graph[own].add(name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle through each strongly connected group of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def layer_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    layers: dict[str, set[str]] = {}
+    for module, imports in graph.items():
+        own = layer_of(module)
+        if own is None:
+            continue
+        targets = {layer_of(name) for name in imports}
+        layers.setdefault(own, set()).update(t for t in targets if t not in (None, own))
+    return layers
+
+
+def test_no_module_imports_itself_back() -> None:
+    assert cycles(import_graph(dict.fromkeys(sdk_files()))) == []
+
+
+def test_no_layer_imports_itself_back() -> None:
+    assert cycles(layer_graph(import_graph(dict.fromkeys(sdk_files())))) == []
+
+
+def test_no_sdk_module_is_imported_inside_a_function() -> None:
+    """An import inside a function hides a cycle (or an upward arrow) from the checks."""
+    hidden = []
+    modules = {module_name(path) for path in sdk_files()}
+    for path in sdk_files():
+        where = str(path.relative_to(ROOT))
+        for line, name, in_function in runtime_imports(path):
+            lazy = in_function and name in modules
+            if lazy and (where, name) not in LAZY_FOR_AN_EXTRA:
+                hidden.append(f"{where}:{line} imports {name}")
+    assert sorted(set(hidden)) == []
+
+
+def test_the_cycle_checks_catch_a_cycle() -> None:
+    command, frame = SDK / "_remoting" / "command.py", SDK / "_remoting" / "frame.py"
+    lazy = "def f():\n    from producer._remoting.frame import decode_frame\n"
+    assert [line for line, _, inside in runtime_imports(command, lazy) if inside] == [2, 2]
+    back = "from producer._remoting.frame import decode_frame\n"
+    graph = import_graph({command: back, frame: None})
+    assert cycles(graph) == [["producer._remoting.command", "producer._remoting.frame"]]
+    codes, errors = SDK / "_response_codes.py", SDK / "errors.py"
+    up = "from producer.errors import BrokerError\n"
+    down = "from producer._response_codes import ResponseCode\n"
+    assert cycles(layer_graph(import_graph({codes: up, errors: down}))) == [
+        ["producer._response_codes", "producer.errors"]
+    ]

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if p.name != "__init__.py")
+#: Examples with a test of their own that checks more than an OK line (and shares the
+#: test run's Spark session instead of starting a JVM of its own).
+TESTED_ELSEWHERE = {"spark_pipeline": "tests/spark/test_pipeline_example.py"}
+EXAMPLES = sorted(
+    p
+    for p in (ROOT / "examples").glob("*.py")
+    if p.name != "__init__.py" and p.stem not in TESTED_ELSEWHERE
+)
 
 
 def command(example: Path) -> list[str]:
@@ -37,5 +44,7 @@ def test_the_example_runs(example: Path) -> None:
         assert done.stdout.splitlines()[-1].startswith("OK"), done.stdout[-2000:]
 
 
-def test_there_are_examples() -> None:
+def test_there_are_examples_and_each_is_run_somewhere() -> None:
     assert len(EXAMPLES) >= 6
+    for name, test in TESTED_ELSEWHERE.items():
+        assert f"examples.{name}" in (ROOT / test).read_text(), (name, test)

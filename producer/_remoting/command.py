@@ -11,6 +11,7 @@ from producer._remoting.codes import (
     LanguageCode,
     SerializeType,
 )
+from producer._remoting.frame_encoder import command_frame_parts
 
 _INT32_MAX = 2**31 - 1
 
@@ -67,8 +68,6 @@ class RemotingCommand:
         return bool(self.flag & FLAG_ONEWAY)
 
     def frame_parts(self) -> list[bytes]:
-        from producer._remoting.frame import command_frame_parts  # the codec builds on us
-
         return command_frame_parts(self)
 
     def add_ext_fields(self, fields: dict[str, str]) -> None:

@@ -1,41 +1,45 @@
 """Frame codec: ``int32 length | int32 (type << 24 | headerLen) | header | body``.
 
-Encodes JSON headers (what we send) and decodes both JSON and ROCKETMQ binary headers
-(brokers answer in the encoding of the request; 5.x brokers may prefer binary).
+Decodes both JSON and ROCKETMQ binary headers (brokers answer in the encoding of the
+request; 5.x brokers may prefer binary); encoding is :mod:`.frame_encoder`'s.
 :class:`FrameDecoder` turns a byte stream into commands incrementally.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 import msgspec
 
 from producer._remoting.codes import LanguageCode, SerializeType
 from producer._remoting.command import RemotingCommand
-from producer.errors import LocalProtocolError, RemoteProtocolError
+from producer._remoting.frame_encoder import (
+    BINARY_FIXED,
+    INT32,
+    MAX_FRAME_BYTES,
+    command_frame_parts,
+    encode_frame,
+    encode_header,
+    frame_parts,
+    json_dumps,
+)
+from producer.errors import RemoteProtocolError
 
-MAX_FRAME_BYTES = 16 * 1024 * 1024
+# Encoding lives in frame_encoder (the command encodes itself through it); its names
+# are here too, so that one module says how frames are read and written.
+__all__ = [
+    "MAX_FRAME_BYTES",
+    "FrameDecoder",
+    "command_frame_parts",
+    "decode_frame",
+    "decode_payload",
+    "encode_frame",
+    "encode_header",
+    "frame_parts",
+    "json_dumps",
+]
 
-_INT32 = struct.Struct(">i")
-_PREFIX = struct.Struct(">ii")
-_BINARY_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
-_LANGUAGE_NAMES = {lang.value: lang.name for lang in LanguageCode}
 _LANGUAGE_CODES = dict(LanguageCode.__members__)  # name -> member (__members__ copies per call)
-
-
-class _JsonHeaderOut(msgspec.Struct, omit_defaults=True, kw_only=True):
-    # Keys in fastjson's (alphabetical) order, so our headers read like Java's. Only the
-    # null-able fields have defaults: omit_defaults drops exactly those when null.
-    code: int
-    extFields: dict[str, str] | None = None  # noqa: N815 - wire name
-    flag: int
-    language: str
-    opaque: int
-    remark: str | None = None
-    serializeTypeCurrentRPC: str  # noqa: N815 - wire name
-    version: int
 
 
 class _JsonHeaderIn(msgspec.Struct):
@@ -48,65 +52,7 @@ class _JsonHeaderIn(msgspec.Struct):
     extFields: dict[str, str] | None = None  # noqa: N815 - wire name
 
 
-_json_encoder = msgspec.json.Encoder()
 _json_header_decoder = msgspec.json.Decoder(_JsonHeaderIn)
-
-
-# -- encoding ---------------------------------------------------------------------------
-
-
-def encode_header(command: RemotingCommand) -> bytes:
-    if command.serialize_type is SerializeType.ROCKETMQ:
-        return _encode_binary_header(command)
-    header = _JsonHeaderOut(
-        code=command.code,
-        language=_LANGUAGE_NAMES.get(command.language, "OTHER"),
-        version=command.version,
-        opaque=command.opaque,
-        flag=command.flag,
-        remark=command.remark,
-        extFields=command.ext_fields,
-        serializeTypeCurrentRPC="JSON",
-    )
-    return _json_encoder.encode(header)
-
-
-def encode_frame(command: RemotingCommand) -> bytes:
-    """The whole frame, length prefix included."""
-    return b"".join(command_frame_parts(command))
-
-
-def command_frame_parts(command: RemotingCommand) -> list[bytes]:
-    """The frame as ``[prefix and header, body]``: the body is not copied."""
-    header = encode_header(command)
-    return frame_parts(header, command.body, command.serialize_type)
-
-
-def frame_parts(
-    header: bytes, body: bytes, serialize_type: int = SerializeType.JSON
-) -> list[bytes]:
-    """Length prefix and header joined, then the body as it is."""
-    total = 4 + len(header) + len(body)
-    if total + 4 > MAX_FRAME_BYTES:
-        raise LocalProtocolError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_BYTES}")
-    head = _PREFIX.pack(total, (serialize_type << 24) | len(header)) + header
-    return [head, body] if body else [head]
-
-
-def _encode_binary_header(command: RemotingCommand) -> bytes:
-    parts = [
-        _BINARY_FIXED.pack(
-            command.code, command.language, command.version, command.opaque, command.flag
-        )
-    ]
-    remark = command.remark.encode() if command.remark is not None else b""
-    parts += [_INT32.pack(len(remark)), remark]
-    fields = bytearray()
-    for key, value in (command.ext_fields or {}).items():
-        k, v = key.encode(), value.encode()
-        fields += struct.pack(">h", len(k)) + k + _INT32.pack(len(v)) + v
-    parts += [_INT32.pack(len(fields)), bytes(fields)]
-    return b"".join(parts)
 
 
 # -- decoding ---------------------------------------------------------------------------
@@ -116,7 +62,7 @@ def decode_frame(frame: bytes) -> RemotingCommand:
     """Decode exactly one whole frame (length prefix included); anything else is an error."""
     if len(frame) < 8:
         raise RemoteProtocolError(f"frame of {len(frame)} bytes is shorter than its prefix")
-    (length,) = _INT32.unpack_from(frame, 0)
+    (length,) = INT32.unpack_from(frame, 0)
     if length + 4 > MAX_FRAME_BYTES:
         raise RemoteProtocolError(f"frame of {length + 4} bytes exceeds {MAX_FRAME_BYTES}")
     if length + 4 != len(frame):
@@ -130,7 +76,7 @@ def decode_payload(payload: memoryview | bytes) -> RemotingCommand:
     """Decode a frame without its length prefix: ``type|headerLen, header, body``."""
     if len(payload) < 4:
         raise RemoteProtocolError("frame too short for its header length word")
-    (word,) = _INT32.unpack_from(payload, 0)
+    (word,) = INT32.unpack_from(payload, 0)
     serialize_code, header_len = (word >> 24) & 0xFF, word & 0xFFFFFF
     if header_len > len(payload) - 4:
         raise RemoteProtocolError(
@@ -174,10 +120,10 @@ def _decode_binary_header(header: memoryview | bytes) -> RemotingCommand:
 
 
 def _parse_binary_header(data: bytes) -> RemotingCommand:
-    code, language, version, opaque, flag = _BINARY_FIXED.unpack_from(data, 0)
-    pos = _BINARY_FIXED.size
-    remark, pos = _read_sized(data, pos, _INT32)
-    (fields_len,) = _INT32.unpack_from(data, pos)
+    code, language, version, opaque, flag = BINARY_FIXED.unpack_from(data, 0)
+    pos = BINARY_FIXED.size
+    remark, pos = _read_sized(data, pos, INT32)
+    (fields_len,) = INT32.unpack_from(data, pos)
     pos += 4
     end = pos + fields_len
     if fields_len < 0 or end != len(data):
@@ -185,7 +131,7 @@ def _parse_binary_header(data: bytes) -> RemotingCommand:
     ext_fields: dict[str, str] | None = {} if fields_len else None
     while pos < end:
         key, pos = _read_sized(data, pos, _INT16)
-        value, pos = _read_sized(data, pos, _INT32)
+        value, pos = _read_sized(data, pos, INT32)
         ext_fields[key or ""] = value or ""  # type: ignore[index]
     return RemotingCommand(
         code,
@@ -208,7 +154,7 @@ def _read_sized(data: bytes, pos: int, size: struct.Struct) -> tuple[str | None,
     if length < 0 or pos + length > len(data):
         raise RemoteProtocolError(f"ROCKETMQ header string length {length} out of bounds")
     if length == 0:
-        return (None if size is _INT32 else ""), pos
+        return (None if size is INT32 else ""), pos
     return data[pos : pos + length].decode(), pos + length
 
 
@@ -242,7 +188,7 @@ class FrameDecoder:
         view = memoryview(buffer)
         try:
             while size - pos >= 4:
-                (length,) = _INT32.unpack_from(buffer, pos)
+                (length,) = INT32.unpack_from(buffer, pos)
                 self._check_length(length)
                 if size - pos - 4 < length:
                     break
@@ -266,8 +212,3 @@ class FrameDecoder:
 
     def __repr__(self) -> str:
         return f"FrameDecoder(buffered={len(self._buffer)}, failed={self._failed})"
-
-
-def json_dumps(value: Any) -> bytes:
-    """Compact JSON (for bodies such as heartbeats)."""
-    return _json_encoder.encode(value)

@@ -55,6 +55,11 @@ class SendJob(msgspec.Struct, frozen=True):
     #: retries choose again.
     first_queue: MessageQueue | None = None
 
+    @property
+    def msg_ids(self) -> list[str]:
+        """One id per message: a transparent batch's are comma-joined in its UNIQ_KEY."""
+        return self.prepared.msg_id.split(",") if self.members else [self.prepared.msg_id]
+
 
 class _Send(msgspec.Struct, frozen=True):
     job: SendJob
@@ -101,16 +106,20 @@ class Sender:
 
         Returns the result, or ``None`` for a oneway send (it gets no answer)."""
         started = self.clock.monotonic_ms()
-        telemetry = self.telemetry
-        if not telemetry.enabled(started):  # no OpenTelemetry SDK: not even no-op calls
-            try:
+        try:
+            if not self.telemetry.enabled(started):  # no OpenTelemetry SDK: no no-op calls
                 return await self._run_limited(_Send(job, plan, ()), started)
-            except ProducerError as exc:
-                _note_msg_id(exc, job)
-                raise
+            return await self._run_traced(job, plan, started)
+        except ProducerError as error:
+            if error.msg_id is None:  # the UNIQ_KEY it went out under, to resend with
+                error.msg_id = job.prepared.msg_id
+            raise
+
+    async def _run_traced(self, job: SendJob, plan: SendPlan, started: float) -> SendResult | None:
+        telemetry = self.telemetry
         topic = job.prepared.topic
         operation = plan.mode.value
-        msg_ids = job.prepared.msg_id.split(",") if job.members else [job.prepared.msg_id]
+        msg_ids = job.msg_ids
         if job.members and telemetry.tracing:  # each member's own span, as if sent alone
             spans = tuple(telemetry.start_send(topic, operation) for _ in job.members)
         else:
@@ -119,7 +128,6 @@ class Sender:
             result = await self._run_limited(_Send(job, plan, spans), started)
         except ProducerError as exc:
             telemetry.finish_error(spans, topic, exc, self._seconds_since(started), len(msg_ids))
-            _note_msg_id(exc, job)
             raise
         except BaseException:
             for span in spans:
@@ -187,7 +195,7 @@ class Sender:
         if route is None or not isinstance(step, Dispatch):
             return False
         queue = self._select(job, plan, route, now)
-        addr = route.broker_addrs.get(queue.broker_name, "")
+        addr = _master_addr(route, queue)
         request = build_send_request(job.prepared, queue, self.clock.wall_ms())
         waiter = self.client.start(addr, request, step.timeout_ms) if addr else None
         if waiter is None:
@@ -214,8 +222,7 @@ class Sender:
         except ProducerError as exc:
             decision = self._decide(job, plan, queue, start, None, exc)[0]
         except BaseException as exc:  # cancelled (nobody should) or a bug of ours
-            self.router.on_complete(queue.broker_name)
-            plan.on_cancelled(queue, self.clock.monotonic_ms() - start)
+            self._cancelled(plan, queue, start)
             error = ProducerError(f"internal error: {exc!r}", attempts=plan.attempts)
             decision = Finish(error=error)
         else:
@@ -271,7 +278,7 @@ class Sender:
     ) -> tuple[Retry | Finish, float]:
         """One attempt; returns the decision and the clock reading it ended at."""
         job, plan = send.job, send.plan
-        addr = route.broker_addrs.get(queue.broker_name, "")
+        addr = _master_addr(route, queue)
         contexts: list[AttemptContext] = []
         if self.hooks.active:
             contexts = self._hook_contexts(job, queue, addr, step.number)
@@ -298,8 +305,7 @@ class Sender:
             for ctx in contexts:
                 ctx.error, ctx.latency_ms = exc, latency
         except BaseException:
-            self.router.on_complete(broker)
-            plan.on_cancelled(queue, self.clock.monotonic_ms() - start)  # S8: no fault
+            self._cancelled(plan, queue, start)
             raise
         else:
             decision, now, latency = self._decide(job, plan, queue, start, answer, None)
@@ -315,6 +321,12 @@ class Sender:
             now = self.clock.monotonic_ms()
         return decision, now
 
+    def _cancelled(self, plan: SendPlan, queue: MessageQueue, start: float) -> None:
+        """An attempt ended without an outcome: the router is told it is over, but learns
+        no fault from it (S8)."""
+        self.router.on_complete(queue.broker_name)
+        plan.on_cancelled(queue, self.clock.monotonic_ms() - start)
+
     def _hook_contexts(
         self, job: SendJob, queue: MessageQueue, addr: str, number: int
     ) -> list[AttemptContext]:
@@ -323,10 +335,9 @@ class Sender:
             return [
                 AttemptContext(self.group, job.message, queue, addr, number, job.prepared.msg_id)
             ]
-        ids = job.prepared.msg_id.split(",")
         return [
             AttemptContext(self.group, message, queue, addr, number, msg_id)
-            for message, msg_id in zip(job.members, ids, strict=True)
+            for message, msg_id in zip(job.members, job.msg_ids, strict=True)
         ]
 
     def _record_fault(
@@ -347,6 +358,6 @@ class Sender:
         return (self.clock.monotonic_ms() - started_ms) / 1000.0
 
 
-def _note_msg_id(error: ProducerError, job: SendJob) -> None:
-    if error.msg_id is None:
-        error.msg_id = job.prepared.msg_id
+def _master_addr(route: TopicRoute, queue: MessageQueue) -> str:
+    """The address of the queue's broker (its master), ``""`` when the route has none."""
+    return route.broker_addrs.get(queue.broker_name, "")

@@ -295,7 +295,7 @@ class TransactionProducer:
         # sendMessageInTransaction clears the delay level: a half is never delayed.
         prepared = producer._prepare(dataclasses.replace(message, delay_level=None))
         job = SendJob(half_message(prepared, producer.group), message)
-        sent = await producer._run(job, SendMode.SYNC, timeout_ms)
+        sent = await producer._run(job, SendMode.SYNC, producer._budget_ms(timeout_ms))
         assert sent is not None, "a sync send returns a result"
         await self._announce(sent.queue.broker_name)
         return sent

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from producer.cli.common import EXIT_USAGE
 from producer.errors import InvalidOptionError
-from producer.testing import DevCluster, parse_topics
+from producer.testing import DEFAULT_DELAY_LEVELS, DevCluster, parse_topics
 
 __all__ = ["add_cluster_arguments", "run_cluster", "run_cluster_cli"]
 
@@ -50,7 +50,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     parser.add_argument("--seed", type=int, default=0, help="seed for fault draws")
     parser.add_argument(
         "--delay-levels",
-        default=None,
+        default=DEFAULT_DELAY_LEVELS,
         metavar="LEVELS",
         help="the brokers' messageDelayLevel, e.g. '1s 1s 1s' so a poison message reaches "
         "the DLQ in seconds (default: the broker's 18 levels, 1s to 2h)",
@@ -80,7 +80,6 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
 
 
 def _cluster_from(args: argparse.Namespace) -> DevCluster:
-    levels = {} if args.delay_levels is None else {"delay_levels": args.delay_levels}
     return DevCluster(
         brokers=args.brokers,
         topics=parse_topics(args.topic),
@@ -88,7 +87,7 @@ def _cluster_from(args: argparse.Namespace) -> DevCluster:
         namesrv_port=args.namesrv_port,
         auto_create_topic=args.auto_create_topic,
         seed=args.seed,
-        **levels,
+        delay_levels=args.delay_levels,
         http_port=args.http_port,
         sink=args.sink,
         pull_sink=args.pull_sink,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from producer._consume.decisions import FlowLimits
 from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
@@ -123,3 +123,14 @@ def _non_negative(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidOptionError(f"{name}={value!r}: must be an integer >= 0")
     return value
+
+
+DEFAULT_OPTIONS = ConsumerOptions()  # PushConsumer's defaults: written once, above
+#: The tuning keywords PushConsumer spells out and passes to :meth:`ConsumerOptions.build`:
+#: the fields it does not compute, and the flow limits by their Java-like names.
+_COMPUTED = {"model", "consume_from", "consume_timestamp_ms", "flow"}
+TUNING = frozenset({f.name for f in fields(ConsumerOptions)} - _COMPUTED) | {
+    "max_cached_messages",
+    "max_cached_bytes",
+    "max_span",
+}

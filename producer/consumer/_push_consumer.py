@@ -21,10 +21,12 @@ from anyio.abc import TaskGroup
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
+from producer._client.keywords import known_keywords
 from producer._client.routes import parse_namesrv
 from producer._consume.allocate import allocate_averagely
 from producer._consume.decisions import StartFrom, start_from
 from producer._consume.offsets import OffsetTable
+from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codes import RequestCode
@@ -47,7 +49,8 @@ from producer.consumer._offset_stores import (
     LocalOffsets,
     OffsetStore,
 )
-from producer.consumer._options import ConsumerOptions
+from producer.consumer._options import DEFAULT_OPTIONS as _C
+from producer.consumer._options import TUNING, ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
 from producer.consumer._telemetry import ConsumerTelemetry
@@ -66,6 +69,7 @@ class PushConsumer:
     queue lock; RECONSUME_LATER then pauses the queue and retries locally.
     """
 
+    @known_keywords
     def __init__(
         self,
         group: str,
@@ -80,12 +84,36 @@ class PushConsumer:
         ssl: object = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
-        **options: object,
+        orderly: bool = _C.orderly,
+        consume_batch_size: int = _C.consume_batch_size,
+        pull_batch_size: int = _C.pull_batch_size,
+        max_concurrency: int = _C.max_concurrency,
+        max_reconsume_times: int | None = None,  # 16; orderly: for ever (Java's defaults)
+        retry_policy: ConsumeRetryPolicy | None = None,
+        idempotency_window_ms: float | None = _C.idempotency_window_ms,
+        idempotency_max_ids: int = _C.idempotency_max_ids,
+        max_cached_messages: int = _C.flow.max_messages,
+        max_cached_bytes: int = _C.flow.max_bytes,
+        max_span: int = _C.flow.max_span,
+        suspend_timeout_ms: int = _C.suspend_timeout_ms,
+        pull_retry_delay_ms: float = _C.pull_retry_delay_ms,
+        suspend_current_queue_time_ms: int = _C.suspend_current_queue_time_ms,
+        lock_interval_ms: float = _C.lock_interval_ms,
+        flow_control_delay_ms: float = _C.flow_control_delay_ms,
+        local_retry_delay_ms: float = _C.local_retry_delay_ms,
+        persist_interval_ms: float = _C.persist_interval_ms,
+        rebalance_interval_ms: float = _C.rebalance_interval_ms,
+        heartbeat_interval_ms: float = _C.heartbeat_interval_ms,
+        close_timeout_ms: float = _C.close_timeout_ms,
+        consume_timeout_ms: float = _C.consume_timeout_ms,
+        connect_timeout_ms: float = _C.connect_timeout_ms,
     ) -> None:
         check_group(group, role="consumer")
         self.group = group
         self.namesrv_addrs = parse_namesrv(namesrv)
-        self.options = ConsumerOptions.build(model=model, consume_from=consume_from, **options)
+        # The options as given (None: the default for the mode), checked once by build.
+        given = {k: v for k, v in locals().items() if k in TUNING and v is not None}
+        self.options = ConsumerOptions.build(model=model, consume_from=consume_from, **given)
         self.listener = listener
         broadcasting = self.options.model is MessageModel.BROADCASTING
         # Java keeps "DEFAULT" for broadcasting, so its offsets file is found again after

@@ -1,4 +1,5 @@
-"""Publish Spark DataFrames through the producer and analyse send latency on Spark.
+"""Read topics into Spark DataFrames (batch and streaming), write DataFrames to topics, and
+analyse send latency on Spark.
 
 Needs the ``spark`` extra (``pip install 'rocketmq-aio-producer[spark]'``)::
 
@@ -7,6 +8,9 @@ Needs the ``spark`` extra (``pip install 'rocketmq-aio-producer[spark]'``)::
                       body_col="payload", key_col="order_id", id_col="order_id")
     results.write.parquet("s3://.../publish-results")
     latency_report(results).per_broker.show()
+
+    register(spark)                                   # the "rocketmq" data source (PySpark 4)
+    df = spark.read.format("rocketmq").option("namesrv", "ns:9876").option("topic", "Orders").load()
 """
 
 from __future__ import annotations
@@ -20,17 +24,24 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         'pip install "rocketmq-aio-producer[spark]"'
     ) from exc
 
+from producer.spark._partition import RowSendError
 from producer.spark._publish import publish, retry_failed
+from producer.spark._queue_read import READ_COLUMNS
 from producer.spark._render import plot_over_time, render_report
 from producer.spark._report import LatencyReport, latency_report
 from producer.spark._rows import RESULT_COLUMNS
+from producer.spark._source import RocketMQDataSource, register
 
 __all__ = [
+    "READ_COLUMNS",
     "RESULT_COLUMNS",
     "LatencyReport",
+    "RocketMQDataSource",
+    "RowSendError",
     "latency_report",
     "plot_over_time",
     "publish",
+    "register",
     "render_report",
     "retry_failed",
 ]

@@ -8,16 +8,53 @@
 * :class:`TransactionConfig` - transaction timeout / check interval / maximum checks.
 * :class:`StoredMessage`, :class:`TopicConfig` - what the brokers hold.
 * :func:`parse_topics` - ``"Orders:4,Audit:2"`` to ``{"Orders": 4, "Audit": 2}``.
+* :data:`DEFAULT_DELAY_LEVELS` - the brokers' ``messageDelayLevel`` unless given.
 
 The command line (``python -m producer cluster``) lives in :mod:`producer.cli`.
 """
 
-from producer.testing._acl import Account
-from producer.testing._cluster import DevCluster, parse_topics
-from producer.testing._faults import FaultSpec, FaultSpecError
-from producer.testing._store import StoredMessage, TopicConfig
-from producer.testing._thread import DevClusterThread
-from producer.testing._transactions import TransactionConfig
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS
+    from producer.testing._acl import Account
+    from producer.testing._cluster import DevCluster, parse_topics
+    from producer.testing._faults import FaultSpec, FaultSpecError
+    from producer.testing._store import StoredMessage, TopicConfig
+    from producer.testing._thread import DevClusterThread
+    from producer.testing._transactions import TransactionConfig
+
+# Imported on first use: the pytest plugin (this package's, loaded on every pytest start
+# of every user) must not pay for the whole dev cluster until a test asks for it.
+_HOMES = {
+    "DEFAULT_DELAY_LEVELS": "producer._remoting.delay_levels",  # the brokers' default
+    "Account": "producer.testing._acl",
+    "DevCluster": "producer.testing._cluster",
+    "DevClusterThread": "producer.testing._thread",
+    "FaultSpec": "producer.testing._faults",
+    "FaultSpecError": "producer.testing._faults",
+    "StoredMessage": "producer.testing._store",
+    "TopicConfig": "producer.testing._store",
+    "TransactionConfig": "producer.testing._transactions",
+    "parse_topics": "producer.testing._cluster",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # found once; later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     # clusters
@@ -34,5 +71,6 @@ __all__ = [
     "StoredMessage",
     "TopicConfig",
     # helpers
+    "DEFAULT_DELAY_LEVELS",
     "parse_topics",
 ]

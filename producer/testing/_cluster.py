@@ -422,6 +422,22 @@ class DevCluster:
         groups = handler.transactions.producers.groups()
         return {client: frozenset(names) for client, names in groups.items()}
 
+    def drop_before(
+        self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
+    ) -> dict[tuple[str, int], int]:
+        """Drop ``topic``'s messages below queue offset ``offset`` (on one broker / queue, or
+        all), as a broker deleting its oldest commit-log files does: GET_MIN_OFFSET and pulls
+        then report the new minimum, and a pull below it is answered OFFSET_MOVED.
+        Returns ``{(broker, queue_id): new minimum}``."""
+        moved: dict[tuple[str, int], int] = {}
+        for name in [broker] if broker is not None else self.broker_names:
+            store = self._broker(name).store
+            config = store.topic(topic)
+            queues = range(config.read_queue_nums) if config is not None else range(0)
+            for queue in [queue_id] if queue_id is not None else queues:
+                moved[(name, queue)] = store.drop_before(topic, queue, offset)
+        return moved
+
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""
         return self._broker(broker).consume.offsets.snapshot()

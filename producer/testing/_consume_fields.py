@@ -126,12 +126,12 @@ QUEUE_QUERIES = frozenset(
 
 
 def queue_query(request: RemotingCommand, store: BrokerStore) -> RemotingCommand:
-    """GET_MIN_OFFSET (always 0: nothing ages out), GET_EARLIEST_MSG_STORETIME, and
-    SEARCH_OFFSET_BY_TIMESTAMP of one queue."""
+    """GET_MIN_OFFSET (0 unless the cluster dropped old messages), GET_EARLIEST_MSG_STORETIME,
+    and SEARCH_OFFSET_BY_TIMESTAMP of one queue."""
     topic = need(request, "topic")
-    if request.code == RequestCode.GET_MIN_OFFSET:
-        return offset_answer(request, 0)
     queue_id = int_field(request, "queueId")
+    if request.code == RequestCode.GET_MIN_OFFSET:
+        return offset_answer(request, store.min_offset(topic, queue_id))
     if request.code == RequestCode.GET_EARLIEST_MSG_STORETIME:
         earliest = str(store.earliest_store_time(topic, queue_id))
         return request.make_response(ResponseCode.SUCCESS, ext_fields={"timestamp": earliest})
@@ -171,8 +171,9 @@ def get_messages(
     if max_offset == 0:
         code = ResponseCode.PULL_NOT_FOUND if offset == 0 else ResponseCode.PULL_OFFSET_MOVED
         return code, "NO_MESSAGE_IN_QUEUE", 0, []
-    if offset < 0:
-        return ResponseCode.PULL_OFFSET_MOVED, "OFFSET_TOO_SMALL", 0, []
+    min_offset = store.min_offset(topic, queue_id)
+    if offset < min_offset:  # nextOffsetCorrection: a master suggests the minimum
+        return ResponseCode.PULL_OFFSET_MOVED, "OFFSET_TOO_SMALL", min_offset, []
     if offset == max_offset:
         return ResponseCode.PULL_NOT_FOUND, "OFFSET_OVERFLOW_ONE", offset, []
     if offset > max_offset:

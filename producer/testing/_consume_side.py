@@ -261,7 +261,7 @@ class ConsumeSide:
         fields = {
             "suggestWhichBrokerId": "0",
             "nextBeginOffset": str(next_offset),
-            "minOffset": "0",
+            "minOffset": str(self.store.min_offset(topic, queue_id)),
             "maxOffset": str(self.store.max_offset(topic, queue_id)),
         }
         body = b"".join(encode_record(pulled_record(m)) for m in found)

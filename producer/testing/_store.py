@@ -157,6 +157,7 @@ class BrokerStore:
         self._clock_ms = clock_ms
         self._queues: dict[tuple[str, int], list[StoredMessage]] = {}
         self._next_offset: dict[tuple[str, int], int] = {}
+        self._min_offset: dict[tuple[str, int], int] = {}  # raised by drop_before only
         self._stats: dict[str, _TopicStats] = {}
         self._by_commit_offset: dict[int, StoredMessage] = {}
         self._id_prefix = ""
@@ -233,9 +234,24 @@ class BrokerStore:
         return stored
 
     def read(self, topic: str, queue_id: int, offset: int, max_count: int) -> list[StoredMessage]:
-        """Up to ``max_count`` messages of one queue from queue offset ``offset`` on."""
+        """Up to ``max_count`` messages of one queue from queue offset ``offset`` on (none
+        below the queue's minimum offset: those were dropped)."""
         queue = self._queues.get((topic, queue_id), [])
-        return queue[max(offset, 0) : max(offset, 0) + max_count]
+        start = max(offset, self.min_offset(topic, queue_id))
+        return queue[start : start + max_count]
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        """``getMinOffsetInQueue``: the first offset still stored (0 unless dropped)."""
+        return self._min_offset.get((topic, queue_id), 0)
+
+    def drop_before(self, topic: str, queue_id: int, offset: int) -> int:
+        """Forget the queue's messages below ``offset`` (clamped to the queue's max), as a
+        broker does when its oldest commit-log files are deleted; returns the new minimum.
+        The minimum only rises."""
+        key = (topic, queue_id)
+        new_min = max(self.min_offset(topic, queue_id), min(offset, self.max_offset(*key)))
+        self._min_offset[key] = new_min
+        return new_min
 
     def message_at(self, commit_log_offset: int) -> StoredMessage | None:
         """``lookMessageByOffset``: the message stored at a commit-log offset."""
@@ -244,23 +260,24 @@ class BrokerStore:
     def earliest_store_time(self, topic: str, queue_id: int) -> int:
         """``getEarliestMessageTime``: the store time of the queue's first message, -1 if
         it has none."""
-        queue = self._queues.get((topic, queue_id))
+        queue = self._queues.get((topic, queue_id), [])[self.min_offset(topic, queue_id) :]
         return queue[0].store_timestamp if queue else -1
 
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """``getOffsetInQueueByTime``: the offset whose store time is closest to
         ``timestamp_ms`` (the last message's for a later time, 0 for an unknown queue)."""
-        queue = self._queues.get((topic, queue_id), [])
+        first = self.min_offset(topic, queue_id)
+        queue = self._queues.get((topic, queue_id), [])[first:]
         if not queue:
-            return 0
+            return first
         times = [m.store_timestamp for m in queue]
         index = bisect.bisect_left(times, timestamp_ms)
         if index >= len(queue):
-            return len(queue) - 1
+            return first + len(queue) - 1
         if index == 0 or times[index] == timestamp_ms:
-            return index
+            return first + index
         before, after = timestamp_ms - times[index - 1], times[index] - timestamp_ms
-        return index - 1 if before <= after else index
+        return first + (index - 1 if before <= after else index)
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """The next queue offset (``getMaxOffsetInQueue``): 0 for an unknown queue."""

@@ -6,14 +6,12 @@ call from any thread; it runs on the cluster's loop and waits for the result.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import ssl
-import threading
 from collections.abc import Awaitable, Callable, Iterable
-from types import TracebackType
 from typing import Any, TypeVar
 
+from producer._transport.loop_thread import ClosesOnExit, LoopThread
 from producer.testing._cluster import DevCluster
 from producer.testing._faults import FaultSpec
 from producer.testing._store import StoredMessage
@@ -24,15 +22,14 @@ T = TypeVar("T")
 _TIMEOUT = 30.0
 
 
-class DevClusterThread:
+class DevClusterThread(ClosesOnExit):
     """Same arguments as :class:`DevCluster` (all of them, passed through); use as
     ``with DevClusterThread(...) as c:``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Passed through whole, so a DevCluster option is written once and cannot drift.
         self.cluster = DevCluster(*args, **kwargs)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread: LoopThread | None = None
 
     def __repr__(self) -> str:
         alive = self._thread is not None and self._thread.is_alive()
@@ -44,31 +41,10 @@ class DevClusterThread:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def start(self) -> None:
         if self._thread is not None:
             return
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            loop.call_soon(ready.set)
-            loop.run_forever()
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name="rocketmq-dev-cluster", daemon=True)
-        self._thread.start()
-        ready.wait()
+        self._thread = LoopThread("rocketmq-dev-cluster")
         try:
             self._run(self.cluster.start)
         except BaseException:
@@ -77,24 +53,23 @@ class DevClusterThread:
 
     def close(self) -> None:
         """Stop the cluster and its thread (idempotent)."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
+        thread = self._thread
+        if thread is None:
             return
         try:
             self._run(self.cluster.aclose)
         finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(_TIMEOUT)
-            self._loop = self._thread = None
+            thread.stop(_TIMEOUT)
+            self._thread = None
 
     def _run(self, func: Callable[[], Awaitable[T]]) -> T:
-        if self._loop is None:
+        if self._thread is None:
             raise RuntimeError("the dev cluster thread is not running")
 
         async def call() -> T:
             return await func()
 
-        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(_TIMEOUT)
+        return self._thread.submit(call()).result(_TIMEOUT)
 
     def _query(self, func: Callable[[], T]) -> T:
         async def call() -> T:
@@ -156,6 +131,13 @@ class DevClusterThread:
 
     def client_ssl_context(self) -> ssl.SSLContext:
         return self.cluster.client_ssl_context()
+
+    def drop_before(
+        self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
+    ) -> dict[tuple[str, int], int]:
+        return self._query(
+            lambda: self.cluster.drop_before(topic, offset, broker=broker, queue_id=queue_id)
+        )
 
     def tick(self) -> None:
         """:meth:`DevCluster.tick` on the cluster's loop (after moving a fake clock)."""

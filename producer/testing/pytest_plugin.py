@@ -21,14 +21,18 @@ or for the whole run with ini options ``rocketmq_cluster_brokers`` (default 3) a
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from producer.testing._cluster import parse_topics
-from producer.testing._thread import DevClusterThread
+# The package, not its modules: its names are imported when first used, so a pytest
+# run with no test that asks for the fixture never imports the dev cluster.
+import producer.testing as testing
 
-__all__ = ["parse_topics", "rocketmq_cluster"]
+if TYPE_CHECKING:
+    from producer.testing import DevClusterThread
+
+__all__ = ["rocketmq_cluster"]
 
 _MARKER = "rocketmq_cluster"
 
@@ -55,7 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _settings(request: pytest.FixtureRequest) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "brokers": int(str(request.config.getini("rocketmq_cluster_brokers"))),
-        "topics": parse_topics(str(request.config.getini("rocketmq_cluster_topics"))),
+        "topics": testing.parse_topics(str(request.config.getini("rocketmq_cluster_topics"))),
     }
     marker = request.node.get_closest_marker(_MARKER)
     if marker is not None:
@@ -68,5 +72,5 @@ def _settings(request: pytest.FixtureRequest) -> dict[str, Any]:
 @pytest.fixture
 def rocketmq_cluster(request: pytest.FixtureRequest) -> Iterator[DevClusterThread]:
     """A started dev cluster (name server + brokers on 127.0.0.1, free ports)."""
-    with DevClusterThread(**_settings(request)) as cluster:
+    with testing.DevClusterThread(**_settings(request)) as cluster:
         yield cluster

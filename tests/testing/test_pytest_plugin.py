@@ -149,3 +149,28 @@ def test_thread_runner_start_failure_raises_and_leaves_no_thread() -> None:
         with pytest.raises(OSError, match="in use"):
             DevClusterThread(namesrv_port=taken.getsockname()[1]).start()
         assert threading.active_count() == threads
+
+
+def test_loading_the_plugin_imports_no_cluster_until_its_fixture_is_used(
+    pytester: pytest.Pytester,
+) -> None:
+    """The plugin loads on every user's pytest start (an entry point): the dev cluster's
+    modules are imported only when a test asks for the fixture."""
+    pytester.makepyfile(
+        """
+        import sys
+
+        CLUSTER = "producer.testing._cluster"
+
+
+        def test_1_without_the_fixture():
+            assert CLUSTER not in sys.modules
+
+
+        def test_2_with_the_fixture(rocketmq_cluster):
+            assert CLUSTER in sys.modules
+            assert rocketmq_cluster.broker_names
+        """
+    )
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(passed=2)

@@ -1,0 +1,363 @@
+"""``PullConsumer``: the caller assigns queues, seeks and pulls (aiokafka's
+``AIOKafkaConsumer`` with ``assign``/``seek``/``getmany``; Java's
+``DefaultLitePullConsumer`` in assign mode).
+
+No group membership, heartbeat or rebalance: every pull carries its own subscription, so
+the queues are the caller's to choose and a group name is needed only to commit offsets.
+Nothing is committed unless :meth:`PullConsumer.commit` is called. Positions move only
+when the messages of a pull are handed out, so an error never loses a message.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import ssl as ssl_module
+from collections import deque
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Literal
+
+import anyio
+
+from producer._client.clock import Clock, LoopClock
+from producer._client.host import local_ipv4
+from producer._client.routes import parse_namesrv
+from producer._consume.message import ReceivedMessage
+from producer._remoting.acl import Credentials, signer_for
+from producer._remoting.message import MessageQueue
+from producer._remoting.subscription import Subscription, parse_subscription
+from producer._remoting.validation import check_group
+from producer._transport import ConnectionPool, current_runtime
+from producer._transport.base import client_tls
+from producer.consumer._broker_api import BrokerApi
+from producer.consumer._connect import Identity, open_api
+from producer.consumer._pull_step import Pulled, PullRequest, pull_once
+from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
+
+__all__ = ["PullConsumer"]
+
+OffsetReset = Literal["earliest", "latest"]
+MAX_PULL_MESSAGES = 32  # a 4.9.4 broker sends at most this many per pull (in memory)
+ITER_POLL_MS = 1000  # how long ``async for`` long-polls before pulling again
+
+
+class PullConsumer:
+    """Pull assigned queues yourself::
+
+        async with PullConsumer("my-group", "127.0.0.1:9876") as consumer:
+            consumer.assign(await consumer.queues("Orders"), "paid || refunded")
+            await consumer.seek_to_beginning()
+            batches = await consumer.getmany(timeout_ms=1000)   # {queue: [message, ...]}
+            async for message in consumer:                       # or one at a time
+                ...
+            await consumer.commit()                              # only if you want to
+
+    A queue without a position starts at the group's committed offset, or else at
+    ``auto_offset_reset`` (``"latest"``, Java's default, or ``"earliest"``). An offset the
+    queue no longer has moves to the broker's suggestion (logged), or raises
+    :class:`~producer.errors.OffsetOutOfRangeError` with ``offset_out_of_range="raise"``.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | list[str],
+        *,
+        auto_offset_reset: OffsetReset = "latest",
+        offset_out_of_range: Literal["reset", "raise"] = "reset",
+        max_pull_messages: int = MAX_PULL_MESSAGES,
+        request_timeout_ms: float = 5000.0,
+        credentials: Credentials | None = None,
+        ssl: bool | ssl_module.SSLContext | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        connect_timeout_ms: float = 3000.0,
+    ) -> None:
+        check_group(group)
+        _check_choice("auto_offset_reset", auto_offset_reset, ("earliest", "latest"))
+        _check_choice("offset_out_of_range", offset_out_of_range, ("reset", "raise"))
+        if isinstance(max_pull_messages, bool) or not 1 <= max_pull_messages <= 1024:
+            raise InvalidOptionError(f"max_pull_messages must be 1..1024, got {max_pull_messages}")
+        self.group = group
+        self.auto_offset_reset = auto_offset_reset
+        self._raise_out_of_range = offset_out_of_range == "raise"
+        self._max_pull = max_pull_messages
+        self._request_timeout_ms = request_timeout_ms
+        self._who = Identity(
+            group,
+            f"{local_ipv4()}@pull-{os.getpid()}",
+            parse_namesrv(namesrv),
+            signer_for(credentials),
+            client_tls(ssl),
+            connect_timeout_ms,
+        )
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._pool: ConnectionPool | None = None
+        self._api: BrokerApi | None = None
+        self._closed = False
+        self._positions: dict[MessageQueue, int | None] = {}
+        self._subscriptions: dict[str, Subscription] = {}
+        self._buffer: deque[ReceivedMessage] = deque()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open" if self._api else "new"
+        return f"PullConsumer({self.group!r}, {state}, queues={len(self._positions)})"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._api is not None or self._closed:
+            raise LocalProtocolError("start() once, on a new PullConsumer")
+        runtime = current_runtime()
+        clock = self._clock or LoopClock(runtime.loop_time)
+        self._pool, self._api = await open_api(runtime, self._who, clock, self._rng)
+
+    async def aclose(self) -> None:
+        """Close the connections; nothing is committed (call :meth:`commit` first)."""
+        self._closed = True
+        pool, self._pool, self._api = self._pool, None, None
+        if pool is not None:
+            await pool.__aexit__(None, None, None)
+
+    async def __aenter__(self) -> PullConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- queues --------------------------------------------------------------------------
+
+    async def queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's readable queues, fresh from a name server (new queues show up)."""
+        return list((await self._open().refresh(topic)).queues)
+
+    def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
+        """Pull exactly these queues from now on, keeping the positions of those already
+        held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics."""
+        chosen = list(dict.fromkeys(queues))
+        for topic in {q.topic for q in chosen}:
+            self._subscriptions[topic] = parse_subscription(topic, expression)
+        self._positions = {q: self._positions.get(q) for q in chosen}
+        self._buffer = deque(m for m in self._buffer if m.queue in self._positions)
+
+    def assignment(self) -> list[MessageQueue]:
+        return list(self._positions)
+
+    # -- positions -----------------------------------------------------------------------
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        """Pull ``queue`` from ``offset`` next."""
+        self._held(queue)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidOptionError(f"offset must be an int >= 0, got {offset!r}")
+        self._positions[queue] = offset
+        self._buffer = deque(m for m in self._buffer if m.queue != queue)
+
+    async def seek_to_beginning(self, *queues: MessageQueue) -> None:
+        """To each queue's first stored offset (GET_MIN_OFFSET); all assigned by default."""
+        for queue, offset in (await self.beginning_offsets(self._chosen(queues))).items():
+            self.seek(queue, offset)
+
+    async def seek_to_end(self, *queues: MessageQueue) -> None:
+        """Past each queue's last message (GET_MAX_OFFSET): only new messages come."""
+        for queue, offset in (await self.end_offsets(self._chosen(queues))).items():
+            self.seek(queue, offset)
+
+    async def seek_to_time(self, timestamp_ms: int, *queues: MessageQueue) -> None:
+        """To the first message stored at or after ``timestamp_ms`` (see
+        :meth:`offsets_for_time`)."""
+        found = await self.offsets_for_time(self._chosen(queues), timestamp_ms)
+        for queue, offset in found.items():
+            self.seek(queue, offset)
+
+    async def position(self, queue: MessageQueue) -> int:
+        """The offset the next pull of ``queue`` starts at (resolved now if unknown)."""
+        self._held(queue)
+        found = self._positions[queue]
+        if found is None:
+            found = self._positions[queue] = await self._start_offset(queue)
+        return found
+
+    async def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        api = await self._routed(queues)
+        return {q: await api.min_offset(q) for q in queues}
+
+    async def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        api = await self._routed(queues)
+        return {q: await api.max_offset(q) for q in queues}
+
+    async def offsets_for_time(
+        self, queues: Iterable[MessageQueue], timestamp_ms: int
+    ) -> dict[MessageQueue, int]:
+        """Per queue, the offset of the first message stored at or after ``timestamp_ms``
+        (the end offset when there is none). The broker's SEARCH_OFFSET_BY_TIMESTAMP
+        answers the message stored *closest* to the time, possibly just before it; that
+        one is looked at and stepped over. Messages stored within the same millisecond
+        may be answered from the middle (a 4.9.4 broker's binary search)."""
+        api = await self._routed(queues)
+        found: dict[MessageQueue, int] = {}
+        for queue in queues:
+            offset = await api.search_offset(queue, timestamp_ms)
+            found[queue] = await self._not_before(api, queue, offset, timestamp_ms)
+        return found
+
+    async def committed(self, queue: MessageQueue) -> int | None:
+        """The group's committed offset of ``queue`` (QUERY_CONSUMER_OFFSET), if any."""
+        return await (await self._routed([queue])).query_offset(queue)
+
+    async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
+        """UPDATE_CONSUMER_OFFSET for the group: ``offsets`` or every known position (the
+        next offset to read, as Java commits)."""
+        if offsets is None:
+            offsets = {q: o for q, o in self._positions.items() if o is not None}
+        api = await self._routed(offsets)
+        for queue, offset in offsets.items():
+            await api.persist(queue, offset, oneway=False)
+
+    # -- pulling -------------------------------------------------------------------------
+
+    async def getmany(
+        self, *queues: MessageQueue, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[MessageQueue, list[ReceivedMessage]]:
+        """One pull of each queue (all assigned by default; at most ``max_records`` messages
+        per queue), at once. When none has anything and ``timeout_ms > 0``, the broker
+        holds the pulls (long polling) until a message arrives or the time is up. Queues
+        without messages are left out."""
+        chosen = self._chosen(queues)
+        if self._buffer:
+            return self._from_buffer(chosen, max_records)
+        found = await self._round(chosen, 0, max_records)
+        if not found and timeout_ms > 0:
+            found = await self._round(chosen, int(timeout_ms), max_records)
+        return found
+
+    def __aiter__(self) -> PullConsumer:
+        return self
+
+    async def __anext__(self) -> ReceivedMessage:
+        while not self._buffer:
+            if self._closed:
+                raise StopAsyncIteration
+            for batch in (await self._round(self._chosen(()), ITER_POLL_MS, None)).values():
+                self._buffer.extend(batch)
+        return self._buffer.popleft()
+
+    async def _round(
+        self, queues: list[MessageQueue], suspend_ms: int, max_records: int | None
+    ) -> dict[MessageQueue, list[ReceivedMessage]]:
+        """Pull every queue concurrently; positions move only if all pulls went well (an
+        error is raised and every queue is pulled again next time: nothing is lost).
+        Long-polled, the first queue to answer with messages ends the round."""
+        api = await self._routed(queues)
+        starts = {q: await self.position(q) for q in queues}
+        results: dict[MessageQueue, Pulled] = {}
+        errors: list[ProducerError] = []
+        ask = self._ask(suspend_ms, max_records)
+        async with anyio.create_task_group() as tg:
+
+            async def pull(queue: MessageQueue) -> None:
+                try:
+                    pulled = await pull_once(api, queue, starts[queue], self._sub(queue), ask)
+                    results[queue] = pulled
+                except ProducerError as exc:
+                    errors.append(exc)
+                    tg.cancel_scope.cancel()
+                    return
+                if suspend_ms and pulled.messages:
+                    tg.cancel_scope.cancel()
+
+            for queue in queues:
+                tg.start_soon(pull, queue)
+        if errors:
+            raise errors[0]
+        for queue, pulled in results.items():
+            self._positions[queue] = pulled.position
+        return {q: p.messages for q, p in results.items() if p.messages}
+
+    def _ask(self, suspend_ms: int, max_records: int | None) -> PullRequest:
+        return PullRequest(
+            group=self.group,
+            max_messages=min(self._max_pull, max_records or self._max_pull),
+            suspend_ms=suspend_ms,
+            request_timeout_ms=self._request_timeout_ms,
+            raise_out_of_range=self._raise_out_of_range,
+        )
+
+    def _from_buffer(
+        self, queues: list[MessageQueue], max_records: int | None
+    ) -> dict[MessageQueue, list[ReceivedMessage]]:
+        """Messages ``async for`` pulled but did not hand out yet come first."""
+        taken: dict[MessageQueue, list[ReceivedMessage]] = {}
+        kept: deque[ReceivedMessage] = deque()
+        count = 0
+        for message in self._buffer:
+            if message.queue in queues and (max_records is None or count < max_records):
+                taken.setdefault(message.queue, []).append(message)
+                count += 1
+            else:
+                kept.append(message)
+        self._buffer = kept
+        return taken
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def _start_offset(self, queue: MessageQueue) -> int:
+        api = await self._routed([queue])
+        committed = await api.query_offset(queue)
+        if committed is not None and committed >= 0:
+            return committed
+        if self.auto_offset_reset == "earliest":
+            return await api.min_offset(queue)
+        return await api.max_offset(queue)
+
+    async def _not_before(
+        self, api: BrokerApi, queue: MessageQueue, offset: int, timestamp_ms: int
+    ) -> int:
+        """``offset``, or the next one if the message there was stored before the time."""
+        every = parse_subscription(queue.topic, "*")
+        pulled = await pull_once(api, queue, offset, every, self._ask(0, 1))
+        if not pulled.messages:
+            return pulled.position
+        first = pulled.messages[0]
+        return first.queue_offset + 1 if first.store_timestamp < timestamp_ms else offset
+
+    async def _routed(self, queues: Iterable[MessageQueue]) -> BrokerApi:
+        """The API, with a route for every topic among ``queues``."""
+        api = self._open()
+        for topic in {q.topic for q in queues}:
+            if api.cached(topic) is None:
+                await api.refresh(topic)
+        return api
+
+    def _sub(self, queue: MessageQueue) -> Subscription:
+        found = self._subscriptions.get(queue.topic)
+        if found is None:
+            found = self._subscriptions[queue.topic] = parse_subscription(queue.topic, "*")
+        return found
+
+    def _chosen(self, queues: tuple[MessageQueue, ...]) -> list[MessageQueue]:
+        for queue in queues:
+            self._held(queue)
+        return list(queues) if queues else list(self._positions)
+
+    def _held(self, queue: MessageQueue) -> None:
+        if queue not in self._positions:
+            raise LocalProtocolError(f"{queue} is not assigned: assign() it first")
+
+    def _open(self) -> BrokerApi:
+        if self._api is None:
+            raise LocalProtocolError("use `async with PullConsumer(...)` (or start()) first")
+        return self._api
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise InvalidOptionError(f"{name} must be one of {choices}, got {value!r}")
