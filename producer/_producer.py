@@ -291,6 +291,7 @@ class Producer:
                 tracker=self._tracker,
                 clock=self._clock,
                 spawn=self._async_sends.spawn,
+                runner=self._async_runner,
                 loop=runtime.asyncio_loop,
             )
             if self._batching.accumulator.needs_task:  # trio; asyncio flushes by callback
