@@ -222,3 +222,42 @@ async def test_a_turns_first_frame_is_written_before_the_caller_waits(
     first.close()
     second.close()
     await connection.aclose()
+
+
+@pytest.mark.parametrize("backend", ["asyncio"])  # uvloop's call_soon cannot be wrapped
+async def test_a_lone_request_schedules_no_flush(
+    broker: FakeBroker, connector: Connector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One request at a time: each is written at once and no flush callback is scheduled
+    behind it (that was a callback and a loop turn per request); two in one turn still
+    leave the second to one scheduled flush."""
+    import asyncio
+
+    assert isinstance(connector, AsyncioConnector)
+    connection = await connector.connect(broker.address, 2000)
+    loop = asyncio.get_running_loop()
+    flushes: list[object] = []
+    call_soon = loop.call_soon
+
+    def counting(callback: Callable[..., object], *args: object, **kw: object) -> object:
+        if getattr(callback, "__name__", "") == "_flush":
+            flushes.append(callback)
+        return call_soon(callback, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loop, "call_soon", counting)
+    for n in range(5):
+        response = await connection.request(request(f"lone-{n}"), 5000)
+        assert response.field("echo") == f"lone-{n}"
+    assert flushes == []
+    first = connection.request(request("first"), 5000)
+    second = connection.request(request("second"), 5000)
+    assert [r.field("echo") for r in await _both(first, second)] == ["first", "second"]
+    assert len(flushes) == 1
+    monkeypatch.undo()
+    await connection.aclose()
+
+
+async def _both(*waits: object) -> list[RemotingCommand]:
+    import asyncio
+
+    return list(await asyncio.gather(*waits))  # type: ignore[call-overload]
