@@ -492,9 +492,21 @@ class Producer:
         assert self._planner is not None
         return self._planner.budget_ms(timeout_ms)
 
-    async def _run(self, job: SendJob, mode: SendMode, budget_ms: float) -> SendResult | None:
+    async def _run(
+        self,
+        job: SendJob,
+        mode: SendMode,
+        budget_ms: float,
+        *,
+        certain_retries_only: bool = False,
+    ) -> SendResult | None:
         assert self._sender is not None and self._planner is not None
-        plan = self._planner.plan(mode, budget_ms, keyed=job.order_key is not None)
+        plan = self._planner.plan(
+            mode,
+            budget_ms,
+            keyed=job.order_key is not None,
+            certain_retries_only=certain_retries_only,
+        )
         ticket = self._tracker.begin()
         try:
             return await self._sender.run(job, plan)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from producer._client.clock import Clock
@@ -34,8 +35,10 @@ class Planner:
         *,
         keyed: bool = False,
         deadline_ms: float | None = None,
+        certain_retries_only: bool = False,
     ) -> SendPlan:
-        """A fresh plan; its deadline is ``budget_ms`` from now unless given."""
+        """A fresh plan; its deadline is ``budget_ms`` from now unless given.
+        ``certain_retries_only``: retry only failures that prove nothing was stored."""
         options = self._options
         attempts = max_attempts(
             mode,
@@ -47,10 +50,16 @@ class Planner:
             deadline_ms = self._clock.monotonic_ms() + budget_ms
         return SendPlan(
             mode=mode,
-            policy=options.retry_policy,
+            policy=(
+                dataclasses.replace(options.retry_policy, retry_unknown_fate=False)
+                if certain_retries_only
+                else options.retry_policy
+            ),
             max_attempts=attempts,
             deadline_ms=deadline_ms,
             budget_ms=budget_ms,
-            retry_not_store_ok=options.retry_another_broker_when_not_store_ok,
+            retry_not_store_ok=(
+                options.retry_another_broker_when_not_store_ok and not certain_retries_only
+            ),
             rng=self._rng,
         )

@@ -295,7 +295,11 @@ class TransactionProducer:
         # sendMessageInTransaction clears the delay level: a half is never delayed.
         prepared = producer._prepare(dataclasses.replace(message, delay_level=None))
         job = SendJob(half_message(prepared, producer.group), message)
-        sent = await producer._run(job, SendMode.SYNC, producer._budget_ms(timeout_ms))
+        # Retried only when nothing was stored: a half left stored behind a timeout or a
+        # not-OK status would be checked, and a check function answering from the local
+        # state (execute committed) would commit it too - the event twice.
+        budget = producer._budget_ms(timeout_ms)
+        sent = await producer._run(job, SendMode.SYNC, budget, certain_retries_only=True)
         assert sent is not None, "a sync send returns a result"
         await self._announce(sent.queue.broker_name)
         return sent

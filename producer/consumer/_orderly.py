@@ -59,6 +59,15 @@ class OrderlyConsumption(Consumption):
         super().__init__(call, **parts)
         self._draining: set[MessageQueue] = set()
         self._consuming: dict[MessageQueue, anyio.Lock] = {}
+        self._closing = anyio.Event()
+
+    async def wait_idle(self) -> None:
+        """Until the batches in flight settle. A queue pausing before it retries a failed
+        batch (or waiting for its lock) has none in flight: it stops now, its messages
+        left uncommitted for the next owner, so a held queue never delays a close by
+        ``close_timeout_ms``."""
+        self._closing.set()
+        await super().wait_idle()
 
     @property
     def _locks_needed(self) -> bool:
@@ -85,7 +94,7 @@ class OrderlyConsumption(Consumption):
     async def _drain(self, pq: ProcessQueue) -> None:
         lock = self._consuming.setdefault(pq.queue, anyio.Lock())
         try:
-            while not pq.dropped:
+            while not pq.dropped and not self._closing.is_set():
                 if self._locks_needed and not lock_valid(pq, self._now_ms()):
                     await self._relock_later(pq)
                     continue
@@ -95,7 +104,7 @@ class OrderlyConsumption(Consumption):
                         return
                     pause_ms = await self._consume(pq, batch)
                 if pause_ms:
-                    await anyio.sleep(pause_ms / 1000.0)
+                    await self._pause(pause_ms)
         finally:
             self._draining.discard(pq.queue)
             self._tasks.leave()
@@ -108,15 +117,20 @@ class OrderlyConsumption(Consumption):
                 return batch[:index] or [message]
         return batch
 
+    async def _pause(self, ms: float) -> None:
+        """Sleep ``ms``, or less when the consumer closes meanwhile."""
+        with anyio.move_on_after(ms / 1000.0):
+            await self._closing.wait()
+
     async def _relock_later(self, pq: ProcessQueue) -> None:
-        await anyio.sleep(RELOCK_DELAY_MS / 1000.0)
+        await self._pause(RELOCK_DELAY_MS)
         try:
             await lock_queues(self.api, pq.queue.broker_name, [pq], self._now_ms())
         except ProducerError as exc:
             log.info("%s: locking %s failed: %s", self.api.group, pq.queue, exc)
             pq.locked = False
         if not pq.locked:
-            await anyio.sleep(UNLOCKED_DELAY_MS / 1000.0)
+            await self._pause(UNLOCKED_DELAY_MS)
 
     async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> float:
         """One batch; returns how long the queue pauses before its next one (ms)."""

@@ -1,9 +1,9 @@
 """A broker's request processing, as a 4.9.4 broker answers (no I/O: frames in, frames out).
 
 Sends (SEND_MESSAGE 10, SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320) go through the
-checks of ``AbstractSendMessageProcessor.msgCheck`` (topic name, auto-creation from
-``TBW102``, queue id range) and of the message store (properties and message size),
-then into a :class:`BrokerStore`. HEART_BEAT, UNREGISTER_CLIENT and GET_MAX_OFFSET are
+checks of ``AbstractSendMessageProcessor.msgCheck`` (topic name and the message store's
+limits in ``_send_checks.py``; here auto-creation from ``TBW102`` and the queue id
+range), then into a :class:`BrokerStore`. HEART_BEAT, UNREGISTER_CLIENT and GET_MAX_OFFSET are
 answered; any other code gets REQUEST_CODE_NOT_SUPPORTED with the real remark.
 """
 
@@ -11,34 +11,30 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import re
 from collections.abc import Callable
 
 from producer._remoting.codes import TIMER_BROKER_VERSION, V4_9_4, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
 from producer._remoting.frame import decode_payload, encode_frame
-from producer._remoting.message_codec import decode_batch, decompress_body, is_compressed
-from producer._remoting.properties import (
-    CLUSTER,
-    DELAY,
-    TIMER_OUT_MS,
-    WAIT,
-    decode_properties,
-    encode_properties,
-)
+from producer._remoting.properties import TIMER_OUT_MS
 from producer._remoting.send_header import (
     DEFAULT_REGION,
     HeaderFieldError,
     SendMessageRequestHeader,
     parse_send_request_header,
 )
-from producer.errors import ProducerError, RemoteProtocolError
 from producer.testing._acl import AccessControl
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
 from producer.testing._schedule import SCHEDULE_TOPIC
+from producer.testing._send_checks import (
+    SendRefusal,
+    check_topic_name,
+    pending_batch,
+    pending_single,
+)
 from producer.testing._server import Channel, Decider, Reply
 from producer.testing._store import (
     AUTO_CREATE_TOPIC,
@@ -51,28 +47,14 @@ from producer.testing._store import (
     StoredMessage,
     TopicConfig,
     properties_length,
-    stored_size,
 )
 from producer.testing._timer import TIMER_TOPIC, TimerIllegal, TimerWheel, recall_handle
 from producer.testing._transactions import TransactionConfig, Transactions
 
-__all__ = ["MAX_MESSAGE_SIZE", "SEND_CODES", "Broker", "not_supported"]
+__all__ = ["SEND_CODES", "Broker", "not_supported"]
 
-MAX_MESSAGE_SIZE = 4 * 1024 * 1024  # MessageStoreConfig.maxMessageSize
-MAX_PROPERTIES_CHARS = 32767  # Short.MAX_VALUE
-MAX_TOPIC_LENGTH = 127
 SEND_CODES = frozenset(
     {RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE}
-)
-_TRANSACTION_TYPE_MASK = 0x3 << 2
-_VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")
-_NOT_ALLOWED_SEND_TOPICS = frozenset(
-    {
-        "SCHEDULE_TOPIC_XXXX",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-    }
 )
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
@@ -87,22 +69,6 @@ def not_supported(request: RemotingCommand) -> RemotingCommand:
         ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
         remark=f" request type {request.code} not supported",
     )
-
-
-def _illegal_remark() -> str:
-    return (
-        "the message is illegal, maybe msg body or properties length not matched. "
-        f"msg body length limit {MAX_MESSAGE_SIZE}B, msg properties length limit 32KB."
-    )
-
-
-class _Refusal(Exception):
-    """A send refused by a check; carries the response code and remark."""
-
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
 
 
 class Broker:
@@ -234,7 +200,7 @@ class Broker:
             config = self._check(header, peer)
             queue_id = self._queue_id(header, config)
             pending = self._pending(header, request.body, peer)
-        except _Refusal as refusal:
+        except SendRefusal as refusal:
             return request.make_response(refusal.code, ext_fields=trace, remark=refusal.remark)
         if header.batch:
             stored = self.store.append(header.topic, queue_id, pending)
@@ -263,28 +229,14 @@ class Broker:
     def _check(self, header: SendMessageRequestHeader, peer: str) -> TopicConfig:
         """``msgCheck``: topic name, topic config (auto-created if allowed), queue id."""
         topic = header.topic
-        if not topic.strip():
-            raise _Refusal(ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
-        if not _VALID_TOPIC.fullmatch(topic):
-            raise _Refusal(
-                ResponseCode.SYSTEM_ERROR,
-                "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$",
-            )
-        if len(topic) > MAX_TOPIC_LENGTH:
-            raise _Refusal(
-                ResponseCode.SYSTEM_ERROR, "The specified topic is longer than topic max length."
-            )
-        if topic in _NOT_ALLOWED_SEND_TOPICS:
-            raise _Refusal(
-                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
-            )
+        check_topic_name(topic)
         config = self.store.topic(topic) or self._auto_create(header)
         if config is None:
-            raise _Refusal(
+            raise SendRefusal(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
             )
         if header.queue_id >= config.queue_id_limit:
-            raise _Refusal(
+            raise SendRefusal(
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{header.queue_id}] is illegal, {config.describe()} "
                 f"Producer: {peer}",
@@ -350,72 +302,15 @@ class Broker:
         if header.queue_id >= 0:
             return header.queue_id
         if config.write_queue_nums <= 0:
-            raise _Refusal(ResponseCode.SYSTEM_ERROR, "java.lang.ArithmeticException: / by zero")
+            raise SendRefusal(ResponseCode.SYSTEM_ERROR, "java.lang.ArithmeticException: / by zero")
         return self._rng.randrange(config.write_queue_nums)
 
     def _pending(
         self, header: SendMessageRequestHeader, body: bytes, peer: str
     ) -> list[PendingMessage]:
         if header.batch:
-            return self._pending_batch(header, body, peer)
-        props = decode_properties(header.properties or "")
-        props.pop(WAIT, None)  # the broker drops it to save 9 bytes (4.9.4)
-        props[CLUSTER] = self.cluster_name
-        props_text = encode_properties(props)
-        if len(props_text) > MAX_PROPERTIES_CHARS:
-            raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
-        size = stored_size(len(body), len(header.topic.encode()), len(props_text.encode()))
-        if size > MAX_MESSAGE_SIZE:
-            raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
-        return [
-            PendingMessage(
-                body=_inflate(body, header.sys_flag),
-                wire_body=body if is_compressed(header.sys_flag) else None,
-                properties=props,
-                size=size,
-                born_timestamp=header.born_timestamp,
-                sys_flag=header.sys_flag,
-                flag=header.flag,
-                born_host=peer,
-                reconsume_times=header.reconsume_times,
-            )
-        ]
-
-    def _pending_batch(
-        self, header: SendMessageRequestHeader, body: bytes, peer: str
-    ) -> list[PendingMessage]:
-        batch_props = decode_properties(header.properties or "")
-        batch_props[CLUSTER] = self.cluster_name
-        if header.sys_flag & _TRANSACTION_TYPE_MASK or DELAY in batch_props:
-            raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
-        batch_text = encode_properties(batch_props).encode()
-        try:
-            items = decode_batch(body)
-        except RemoteProtocolError as exc:
-            raise _Refusal(ResponseCode.SYSTEM_ERROR, f"bad batch body: {exc}") from None
-        if not items or len(body) > MAX_MESSAGE_SIZE:
-            raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
-        topic_len = len(header.topic.encode())
-        pending: list[PendingMessage] = []
-        for item in items:
-            own = item.properties.encode()
-            separator = 1 if own and batch_text and not own.endswith(b"\x02") else 0
-            size = stored_size(len(item.body), topic_len, len(own) + separator + len(batch_text))
-            if size > MAX_MESSAGE_SIZE:
-                raise _Refusal(ResponseCode.MESSAGE_ILLEGAL, _illegal_remark())
-            props = {**decode_properties(item.properties), **batch_props}
-            pending.append(
-                PendingMessage(
-                    body=item.body,
-                    properties=props,
-                    size=size,
-                    born_timestamp=header.born_timestamp,
-                    sys_flag=header.sys_flag,
-                    flag=item.flag,
-                    born_host=peer,
-                )
-            )
-        return pending
+            return pending_batch(header, body, peer, self.cluster_name)
+        return [pending_single(header, body, peer, self.cluster_name)]
 
     # -- other requests ------------------------------------------------------------------
 
@@ -427,15 +322,6 @@ class Broker:
             )
         offset = self.store.max_offset(topic, int(queue_id))
         return request.make_response(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
-
-
-def _inflate(body: bytes, sys_flag: int) -> bytes:
-    """The original body, for inspection; a broker does not look inside, so a body that
-    does not decode here (corrupt, or no LZ4/zstd library) is kept as sent."""
-    try:
-        return decompress_body(body, sys_flag, max_size=64 * MAX_MESSAGE_SIZE)
-    except ProducerError:
-        return body
 
 
 def _send_fields(stored: list[StoredMessage], queue_id: int) -> dict[str, str]:

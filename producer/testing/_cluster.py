@@ -17,11 +17,11 @@ from typing import Any
 from producer._remoting.codes import V4_9_4, V5_3_3
 from producer._remoting.delay_levels import (
     DEFAULT_DELAY_LEVELS,
-    DelayLevels,
     parse_delay_levels,
 )
 from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
+from producer.testing._cluster_view import ClusterView
 from producer.testing._faults import FaultSpec
 from producer.testing._namesrv import NameServer
 from producer.testing._pull_sink import PullSinkBroker
@@ -33,7 +33,6 @@ from producer.testing._store import (
     PERM_INHERIT,
     PERM_READ,
     PERM_WRITE,
-    StoredMessage,
     TopicConfig,
 )
 from producer.testing._tls import server_tls
@@ -85,7 +84,7 @@ def _advertised(host: str) -> str:
     return host
 
 
-class DevCluster:
+class DevCluster(ClusterView):
     """A RocketMQ name server and ``brokers`` brokers speaking the 4.9.4 remoting protocol.
 
     ::
@@ -327,24 +326,6 @@ class DevCluster:
             await listener.aclose()
         await self._namesrv_listener.aclose()
 
-    # -- addresses -----------------------------------------------------------------------
-
-    @property
-    def namesrv_addr(self) -> str:
-        return f"{self._advertised_host}:{self._namesrv_listener.port}"
-
-    @property
-    def broker_names(self) -> list[str]:
-        return list(self._listeners)
-
-    def broker_addr(self, name: str) -> str:
-        return f"{self._advertised_host}:{self._listener(name).port}"
-
-    @property
-    def http_url(self) -> str | None:
-        """``http://127.0.0.1:<port>`` of the control API, when it runs."""
-        return None if self._http is None else self._http.url
-
     # -- faults --------------------------------------------------------------------------
 
     async def set_fault(self, broker: str, spec: FaultSpec) -> None:
@@ -386,42 +367,6 @@ class DevCluster:
             handler.store.put_topic(config)
         self._namesrv.register_topic(broker, config)
 
-    def message_count(self, topic: str | None = None, *, broker: str | None = None) -> int:
-        """Messages stored (counted, in sink mode), for one topic and/or broker."""
-        names = self.broker_names if broker is None else [broker]
-        return sum(self._handler_count(name, topic) for name in names)
-
-    def _handler_count(self, name: str, topic: str | None) -> int:
-        handler = self._handlers[name]
-        store = handler if isinstance(handler, SinkBroker) else handler.store
-        return store.message_count(topic)
-
-    def messages(self, topic: str | None = None) -> list[StoredMessage]:
-        """Stored messages, broker by broker, each by queue then offset (none in sink mode)."""
-        return [
-            message
-            for handler in self._handlers.values()
-            if isinstance(handler, Broker)
-            for message in handler.store.messages(topic)
-        ]
-
-    def unique_msg_ids(self, topic: str) -> set[str]:
-        """The distinct ``UNIQ_KEY`` values stored for ``topic`` (fewer than
-        :meth:`message_count` means duplicates)."""
-        keys: set[str] = set()
-        for handler in self._handlers.values():
-            if isinstance(handler, Broker):
-                keys |= handler.store.uniq_keys(topic)
-        return keys
-
-    def clients(self, broker: str) -> dict[str, frozenset[str]]:
-        """Client id -> producer groups, from the heartbeats ``broker`` has seen."""
-        handler = self._handlers[broker]
-        if isinstance(handler, SinkBroker):
-            return {}
-        groups = handler.transactions.producers.groups()
-        return {client: frozenset(names) for client, names in groups.items()}
-
     def drop_before(
         self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
     ) -> dict[tuple[str, int], int]:
@@ -437,53 +382,3 @@ class DevCluster:
             for queue in [queue_id] if queue_id is not None else queues:
                 moved[(name, queue)] = store.drop_before(topic, queue, offset)
         return moved
-
-    def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
-        """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""
-        return self._broker(broker).consume.offsets.snapshot()
-
-    def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
-        """Orderly consumers' queue locks on ``broker``: ``{group: {queue: client_id}}``."""
-        consume = self._broker(broker).consume
-        return consume.locks.snapshot(consume.now_ms())
-
-    @property
-    def delay_levels(self) -> DelayLevels:
-        """The brokers' delay levels (``messageDelayLevel``), as given to the constructor."""
-        return self._delay_levels
-
-    def delay_backlog(self, broker: str) -> dict[int, int]:
-        """Messages waiting in ``broker``'s delay levels: ``{level: count}``."""
-        return self._broker(broker).consume.schedule.backlog()
-
-    def _broker(self, name: str) -> Broker:
-        handler = self._handlers.get(name)
-        if not isinstance(handler, Broker):
-            raise KeyError(f"no full broker named {name!r} (sink brokers keep no consumer state)")
-        return handler
-
-    def broker_status(self, name: str) -> dict[str, Any]:
-        """A JSON-ready summary of one broker (what ``GET /brokers`` lists)."""
-        listener = self._listener(name)
-        handler = self._handlers[name]
-        by_topic = (
-            dict(handler.by_topic)
-            if isinstance(handler, SinkBroker)
-            else handler.store.counts_by_topic()
-        )
-        return {
-            "name": name,
-            "address": self.broker_addr(name),
-            "listening": listener.is_listening,
-            "connections": listener.connection_count,
-            "requests": listener.requests,
-            "fault": listener.fault.to_json(),
-            "messages": sum(by_topic.values()),
-            "topics": by_topic,
-        }
-
-    def _listener(self, name: str) -> Listener:
-        try:
-            return self._listeners[name]
-        except KeyError:
-            raise KeyError(f"no broker {name!r}; brokers are {self.broker_names}") from None

@@ -129,6 +129,9 @@ class DevClusterThread(ClosesOnExit):
     def clients(self, broker: str) -> dict[str, frozenset[str]]:
         return self._query(lambda: self.cluster.clients(broker))
 
+    def open_transactions(self) -> set[str]:
+        return self._query(self.cluster.open_transactions)
+
     def client_ssl_context(self) -> ssl.SSLContext:
         return self.cluster.client_ssl_context()
 

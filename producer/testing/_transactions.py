@@ -171,6 +171,7 @@ class Transactions:
         self._clock_ms = clock_ms
         self._halves: dict[int, _Half] = {}  # commit-log offset -> half message (and copies)
         self._done: set[int] = set()  # half-queue offsets with an op record
+        self._dropped: set[int] = set()  # half-queue offsets moved to CHECK_MAX_TOPIC
         self._checked_to = 0  # the check service's consume offset in the half queue
         self._next_round = clock_ms() + config.interval_ms
         self._opaques = itertools.count(1 << 20)
@@ -274,6 +275,14 @@ class Transactions:
         self.store.append(OP_TOPIC, 0, [op])
         self._done.add(half.queue_offset)
 
+    def open_keys(self) -> set[str]:
+        """UNIQ_KEYs of the half messages still in doubt: the latest copy of each has no op
+        record and was not dropped after ``check_max`` checks (the check rounds go by the
+        copy: an END naming an older copy leaves it to be checked, as 4.9.4 does)."""
+        latest = {m.properties.get(UNIQ_KEY, ""): m for m in self.store.messages(HALF_TOPIC)}
+        settled = self._done | self._dropped
+        return {key for key, m in latest.items() if m.queue_offset not in settled}
+
     # -- check rounds --------------------------------------------------------------------
 
     def tick(self) -> None:
@@ -315,6 +324,7 @@ class Transactions:
         if self.store.topic(CHECK_MAX_TOPIC) is None:
             self.store.put_topic(TopicConfig(CHECK_MAX_TOPIC, 1, 1, PERM_READ | PERM_WRITE))
         self.store.append(CHECK_MAX_TOPIC, 0, [moved])
+        self._dropped.add(message.queue_offset)
         self.log.append(("discard", message.properties.get(UNIQ_KEY, ""), 0))
 
     def _check(self, message: StoredMessage, times: int) -> None:

@@ -201,3 +201,21 @@ async def test_the_retry_policy_dead_letters_a_hopeless_message_at_once(
         await until(lambda: len(consumed) == 5 and len(cluster.messages("%DLQ%og")) == 1)
     assert tries == [0]  # no local retries: straight to the DLQ
     assert b"order-2:1" in consumed
+
+
+async def test_closing_does_not_wait_for_a_held_queue_to_retry(cluster: DevClusterThread) -> None:
+    """A queue pausing before its next retry has no batch in flight: ``aclose`` stops it
+    at once (its message uncommitted, for the next owner), not after close_timeout_ms."""
+    await publish_in_order(cluster, 1)
+    failures: list[int] = []
+
+    def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+        failures.append(len(messages))
+        return ConsumeStatus.RECONSUME_LATER  # SUSPEND_CURRENT_QUEUE_A_MOMENT
+
+    slow = {"suspend_current_queue_time_ms": 30_000, "close_timeout_ms": 60_000.0}
+    with anyio.fail_after(10):
+        async with orderly_consumer(cluster, listener, **slow):
+            await until(lambda: len(failures) >= 1)  # failed, now pausing 30 s
+    committed = [cluster.consumer_offsets(b).get("Orders@og", {}) for b in cluster.broker_names]
+    assert sum(sum(queues.values()) for queues in committed) == 0

@@ -215,3 +215,66 @@ async def test_metrics_count_attempts_retries_and_durations(
     assert attempts >= total  # other tests in this process may have added to them
     assert retries >= total - len(results)
     assert durations >= len(results)
+
+
+# -- transactions: the public names (README T1-T7) ------------------------------------------
+
+
+def test_the_transaction_names_are_public_and_typed() -> None:
+    import dataclasses
+    import inspect
+
+    import producer
+    import producer.blocking
+    import producer.testing
+    from producer.errors import LocalProtocolError, TransactionError
+
+    for name in ("TransactionProducer", "TransactionResult", "TransactionState"):
+        assert name in producer.__all__ and getattr(producer, name).__doc__, name
+    assert "TransactionConfig" in producer.testing.__all__
+    assert issubclass(TransactionError, LocalProtocolError)
+    # the values are END_TRANSACTION's commitOrRollback
+    assert {s.name: s.value for s in producer.TransactionState} == {
+        "COMMIT": 8,
+        "ROLLBACK": 12,
+        "UNKNOWN": 0,
+    }
+    fields = [f.name for f in dataclasses.fields(producer.TransactionResult)]
+    assert fields == ["send_result", "state", "end_written", "execute_error", "end_error"]
+    assert {"settled", "msg_id"} <= set(dir(producer.TransactionResult))
+    keywords = list(inspect.signature(producer.TransactionProducer).parameters)
+    assert keywords == [
+        "producer",
+        "check",
+        "check_timeout_ms",
+        "check_workers",
+        "max_pending_checks",
+        "topics",
+    ]
+    steps = {"send_in_transaction", "send_half", "commit", "rollback", "start", "aclose"}
+    assert steps <= set(dir(producer.TransactionProducer))
+    assert steps - {"start", "aclose"} <= set(dir(producer.blocking.TransactionProducer))
+    config = producer.testing.TransactionConfig()  # 4.9.4 BrokerConfig's defaults
+    assert (config.timeout_ms, config.interval_ms, config.check_max) == (6_000, 60_000, 15)
+    assert callable(producer.testing.DevCluster.open_transactions)
+    assert callable(producer.testing.DevClusterThread.open_transactions)
+
+
+async def test_a_transaction_through_the_public_names_only(cluster: DevClusterThread) -> None:
+    from producer import Producer, TransactionProducer, TransactionResult, TransactionState
+    from producer.errors import TransactionError
+
+    def check(message: object) -> TransactionState:
+        raise AssertionError("no check expected")
+
+    tx = TransactionProducer(Producer("tx-surface", cluster.namesrv_addr), check=check)
+    async with tx:
+        result = await tx.send_in_transaction(
+            Message(TOPIC, b"paid"), lambda m: TransactionState.COMMIT
+        )
+        half = await tx.send_half(Message(TOPIC, b"void"))
+        await tx.rollback(half)
+        with pytest.raises(TransactionError, match="not open here"):
+            await tx.commit(half)
+    assert isinstance(result, TransactionResult) and result.settled
+    assert result.state is TransactionState.COMMIT and result.msg_id == result.send_result.msg_id

@@ -34,6 +34,20 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+@pytest.fixture(params=["4.9.4", "5.x"])
+def version(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def either(version: str, clock: FakeClock) -> Iterator[DevClusterThread]:
+    """The dev cluster playing each broker version in turn."""
+    with DevClusterThread(
+        brokers=1, topics={"Orders": 1}, broker_version=version, clock_ms=clock
+    ) as cluster:
+        yield cluster
+
+
 @pytest.fixture
 def five(clock: FakeClock) -> Iterator[DevClusterThread]:
     with DevClusterThread(
@@ -113,12 +127,12 @@ async def test_a_timed_message_to_a_4x_broker_raises_before_anything_is_written(
         assert four.message_count("SCHEDULE_TOPIC_XXXX") == 1
 
 
-async def test_send_batch_refuses_a_timed_message(five: DevClusterThread) -> None:
-    async with Producer("pg", five.namesrv_addr) as producer:
+async def test_send_batch_refuses_a_timed_message(either: DevClusterThread) -> None:
+    async with Producer("pg", either.namesrv_addr) as producer:
         batch = [Message("Orders", b"a"), Message("Orders", b"b", delay_ms=10)]
         with pytest.raises(MessageValidationError, match="no timed delivery in a batch"):
             await producer.send_batch(batch)
-    assert five.message_count() == 0
+    assert either.message_count() == 0
 
 
 @pytest.mark.parametrize(
@@ -135,9 +149,30 @@ async def test_send_batch_refuses_a_timed_message(five: DevClusterThread) -> Non
     ],
 )
 async def test_timed_fields_and_5x_reserved_names_are_validated(
-    five: DevClusterThread, fields: dict[str, object], error: str
+    either: DevClusterThread, fields: dict[str, object], error: str
 ) -> None:
-    async with Producer("pg", five.namesrv_addr) as producer:
+    """Checked before the broker's version: a 4.x broker's user sees the same mistakes."""
+    async with Producer("pg", either.namesrv_addr) as producer:
         with pytest.raises(MessageValidationError, match=error):
             await producer.send(Message("Orders", b"x", **fields))  # type: ignore[arg-type]
-    assert five.message_count() == 0
+    assert either.message_count() == 0
+
+
+async def test_one_timed_send_waits_on_5x_and_is_refused_unwritten_on_4x(
+    either: DevClusterThread, version: str, clock: FakeClock
+) -> None:
+    timed = Message("Orders", b"t", delay_ms=1000)
+    async with Producer("pg", either.namesrv_addr) as producer:
+        if version == "4.9.4":
+            with pytest.raises(TimedDeliveryUnsupportedError, match="V4_9_4"):
+                await producer.send(timed)
+            assert either.message_count() == 0  # nothing written, not even to a timer topic
+            return
+        result = await producer.send(timed)
+    assert result.status.is_ok and either.message_count("Orders") == 0
+    clock.now_ms = START_MS + 999
+    either.tick()
+    assert either.message_count("Orders") == 0
+    clock.now_ms = START_MS + 1000
+    either.tick()
+    assert [m.uniq_key for m in either.messages("Orders")] == [result.msg_id]

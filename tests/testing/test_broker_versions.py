@@ -61,3 +61,20 @@ async def test_5x_timer_single_sends_wait_batches_do_not() -> None:
         delivered = cluster.messages("Orders")[2]
         assert delivered.properties["TIMER_OUT_MS"] == str(NOW + 2000)
         assert "REAL_TOPIC" not in delivered.properties
+
+
+@pytest.mark.parametrize("version", ["4.9.4", "5.x"])
+async def test_timer_properties_inside_a_batch_are_stored_for_now(version: str) -> None:
+    """5.x's timer looks at single sends only (``HookUtils.handleScheduleMessage`` skips
+    batches); 4.9.4 has no timer at all: either way the batch is deliverable at once."""
+    properties = ("TIMER_DELAY_SEC\x0160", f"TIMER_DELIVER_MS\x01{NOW + 60_000}")
+    items = [BatchItem(0, b"b%d" % i, f"UNIQ_KEY\x01B{i}\x02{p}") for i, p in enumerate(properties)]
+    fields = send_fields("Orders", batch=True, properties="WAIT\x01true")
+    batch = make_request(RequestCode.SEND_BATCH_MESSAGE, fields, body=encode_batch(items))
+    async with DevCluster(
+        brokers=1, topics={"Orders": 1}, broker_version=version, clock_ms=lambda: NOW
+    ) as cluster:
+        async with await RawClient.connect(cluster.broker_addr("broker-a")) as client:
+            assert (await client.request(batch)).code == 0
+        assert [m.uniq_key for m in cluster.messages("Orders")] == ["B0", "B1"]
+        assert cluster.messages() == cluster.messages("Orders")  # nothing in a timer topic

@@ -8,8 +8,8 @@ the dev broker's code, flag, remark and ext fields for every probe (commit-log a
 offsets shifted to where the dev broker stored the probe's halves), the unanswered state-0
 probes, and the duplicates a repeated commit stores. Not compared: the Java client's own
 session timing (check rounds' phase), property order inside frames (Java's HashMap order),
-the broker's opaques, and the dev broker's CHECK_TRANSACTION_STATE frames against the
-recorded ones (no replay of frames 1-195 yet).
+the broker's opaques. The dev broker's answers and CHECK_TRANSACTION_STATE frames against
+the recorded ones at frames 1-195: :mod:`tests.transactions.test_tx_replay`.
 """
 
 from __future__ import annotations
