@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("tree_a")
     parser.add_argument("tree_b")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("extra", nargs="*", help="after --: options for benchmarks.throughput")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)  # the rest: benchmarks.throughput's options
+    args.extra = [a for a in extra if a != "--"]
     trees = {"A": str(Path(args.tree_a).resolve()), "B": str(Path(args.tree_b).resolve())}
     runs: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     with tempfile.TemporaryDirectory() as tmp:
