@@ -2,13 +2,9 @@
 
 No task runs per connection or per request. Everything is a loop callback:
 
-* **Writes are coalesced.** ``request()`` queues its frame. A frame queued when none has
-  left since the last answer read or flush is written at once, and nothing is scheduled:
-  a lone request costs one write and no extra loop turn. A frame queued after one left
-  that way schedules one ``call_soon(_flush)``, which hands every frame queued in the
-  meantime to the transport in a single ``writelines``. (The mark is cleared by reads
-  and flushes, not by turns, which nothing observes cheaply: a stale mark only delays a
-  frame to the next turn.) While
+* **Writes are coalesced.** ``request()`` queues its frame; the first frame queued in a
+  loop turn is written at once and schedules one ``call_soon(_flush)``, which hands every
+  frame queued after it in that turn to the transport in a single ``writelines``. While
   the transport is paused (its buffer is over the high-water mark) frames stay in our
   queue, so they are still *unwritten*: a deadline or close then reports them as
   definitely not sent.
@@ -60,7 +56,6 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._paused = False
         self._flush_handle: asyncio.Handle | None = None
-        self._wrote_alone = False  # a frame left at once since the last read or flush
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = math.inf
         self._lost: asyncio.Future[None] = loop.create_future()
@@ -127,15 +122,13 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         if deadline < self._timer_when:
             self._arm(deadline)
         if self._flush_handle is None and not self._paused:
-            if self._wrote_alone:  # more than one this turn: gather them in one write
-                self._flush_handle = self._loop.call_soon(self._flush)
-            else:  # a lone request waits no loop turn and schedules nothing
-                self._flush()
-                self._wrote_alone = True
+            # The turn's first frame leaves at once (a lone request waits no extra loop
+            # turn); the flush scheduled behind it gathers the rest of this turn's frames.
+            self._flush()
+            self._flush_handle = self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_handle = None
-        self._wrote_alone = False
         if self._paused or self.is_closed or self._transport is None:
             return
         frames, oneways = self._inflight.take_frames()
@@ -178,7 +171,6 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
-        self._wrote_alone = False  # what it wakes starts afresh: its first frame leaves at once
         if self.is_closed:
             return  # closing locally: nobody waits for these any more
         try:
