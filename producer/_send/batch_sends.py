@@ -160,7 +160,9 @@ class BatchSends:
         message: Message,
         future: SendFuture | None,  # None: a sync caller's, made once it has joined
     ) -> Member | None:
-        group = self.accumulator.group_for(key)
+        # Other sends in flight: more are coming (their answers wake their callers), so
+        # even the turn's first send joins; with none, it is a lone send and goes alone.
+        group = self.accumulator.group_for(key, busy=self._limiter.in_flight > 0)
         if group is None or not self._limiter.try_acquire(len(prepared.body)):
             return None
         if future is None:

@@ -1,10 +1,13 @@
 """Transparent batching: concurrent sends to one topic leave as one SEND_BATCH_MESSAGE.
 
-The first send to a topic in a turn of the event loop goes out at once and alone, exactly
-as without batching, so a caller sending one message at a time waits no longer. That send
-opens the topic's *turn*: sends to the same topic made before the flusher runs (the rest
-of this loop turn, or ``batch_linger_ms``) join a pending group, and the flusher hands
-each group on, split by the caps on count and bytes - a group of one is sent alone.
+The first send to a topic in a turn of the event loop opens the topic's *turn*: sends to
+the same topic made before the flusher runs (the rest of this loop turn, or
+``batch_linger_ms``) join a pending group, and the flusher hands each group on, split by
+the caps on count and bytes - a group of one is sent alone. When no other send is in
+flight, that first send goes out at once and alone, exactly as without batching, so a
+caller sending one message at a time waits no longer; when others are, it joins too
+(more sends are coming: the answers of those wake their callers), so at 4-16 in flight
+no send of a turn pays for a request of its own.
 
 On asyncio the flusher is one ``call_soon`` (``call_later`` with a linger) per turn that
 opened a group, no task: it runs before anything the turn's I/O wakes, so a caller
@@ -107,13 +110,16 @@ class Accumulator:
         """Whether :meth:`run` must run as a task (not on asyncio)."""
         return self._loop is None
 
-    def group_for(self, key: GroupKey) -> list[Member] | None:
-        """The open group of ``key`` to join; ``None`` when its turn was not open: now it
-        is, and the caller sends alone."""
+    def group_for(self, key: GroupKey, *, busy: bool = False) -> list[Member] | None:
+        """The open group of ``key`` to join; ``None`` when its turn was not open and the
+        producer is not ``busy`` (no other send in flight): now it is, and the caller,
+        a lone send, goes alone."""
         group = self._groups.get(key)
         if group is None:
-            self._groups[key] = []
+            self._groups[key] = group = []
             self._schedule()
+            if not busy:
+                return None
         return group
 
     def _schedule(self) -> None:
