@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--memory", type=common.positive_int, help="memory mode: messages")
     parser.add_argument("--samples", type=common.positive_int, default=20, help="memory samples")
+    parser.add_argument(
+        "--tracemalloc", action="store_true", help="memory mode: sample traced memory too"
+    )
     return parser
 
 

@@ -9,42 +9,37 @@ import random
 import warnings
 from collections.abc import Sequence
 from ssl import SSLContext
-from types import TracebackType
 from typing import Any, Literal
 
 import anyio
-from anyio.abc import TaskGroup
 
 from latency_fault import make_router
 from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.keywords import known_keywords
-from producer._client.remoting import RemotingClient
-from producer._client.routes import RouteTable, parse_namesrv
+from producer._client.routes import parse_namesrv
 from producer._client.upkeep import Maintenance
+from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
-from producer._send.async_runner import AsyncSendRunner
-from producer._send.async_sends import AsyncSends
 from producer._send.backpressure import InFlightLimiter
-from producer._send.batch_sends import BatchSends, batchable
+from producer._send.batch_sends import batchable
 from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
 from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import CompressType, ProducerOptions, Routing
 from producer._send.plan import SendMode
-from producer._send.planner import Planner
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
-from producer._send.sender import Sender, SendJob
+from producer._send.running import Parts, Running, start_running
+from producer._send.sender import SendJob
 from producer._send.telemetry import Telemetry
-from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
-from producer._transport import ConnectionPool, Connector, Runtime, current_runtime
+from producer._transport import Connector, current_runtime
 from producer._transport.base import client_tls
 from producer.errors import (
     LocalProtocolError,
@@ -69,7 +64,7 @@ class ProducerState(enum.Enum):
     CLOSED = "closed"
 
 
-class Producer:
+class Producer(AsyncLifecycle):
     """A RocketMQ producer for one producer group. Use it as ``async with Producer(...)``.
 
     ``namesrv`` is ``"host:port"``, ``"a:9876;b:9876"`` or a list. Options mirror the Java
@@ -168,17 +163,8 @@ class Producer:
             max_in_flight, max_in_flight_bytes, fail_fast=backpressure == "fail"
         )
         self._tracker = SendTracker()
-        self._runtime: Runtime | None = None
         self.state = ProducerState.NEW
-        self._tg: TaskGroup | None = None
-        self._async_sends: AsyncSends | None = None
-        self._async_runner: AsyncSendRunner | None = None
-        self._pool: ConnectionPool | None = None
-        self._sender: Sender | None = None
-        self._planner: Planner | None = None
-        self._batching: BatchSends | None = None
-        self._timer: TimerGate | None = None
-        self._maintenance: Maintenance | None = None
+        self._running: Running | None = None  # built by start(), kept after aclose()
         self._telemetry = Telemetry(self.group)
         #: Serves requests brokers start on our connections (a TransactionProducer's
         #: CHECK_TRANSACTION_STATE); set before start(). None: Java's "not supported".
@@ -202,101 +188,38 @@ class Producer:
                 source=self,
             )
 
-    async def __aenter__(self) -> Producer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.aclose()
-        except anyio.get_cancelled_exc_class():
-            if not isinstance(exc, anyio.get_cancelled_exc_class()):
-                raise
-            # The body was cancelled (Ctrl-C in asyncio.run): its own cancellation goes on,
-            # without a second traceback chained onto it; aclose finished all the same.
-
     async def start(self) -> None:
         """Open the connection pool and start the background upkeep (call from one task
         that also calls :meth:`aclose`; ``async with`` does both)."""
         if self.state is not ProducerState.NEW:
             raise LocalProtocolError(f"start() on a {self.state.value} producer: {_RUNS_ONCE}")
         runtime = current_runtime()
-        self._runtime = runtime  # its loop is the only one this producer can run on
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
-        options = self.options
-        pool = ConnectionPool(
-            self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer),
-            connect_timeout_ms=options.connect_timeout_ms,
-        )
-        await pool.__aenter__()
-        self._pool = pool
-        client = RemotingClient(
-            pool,
-            self._clock,
-            connect_timeout_ms=options.connect_timeout_ms,
-            outgoing=() if self._signer is None else (self._signer,),
-        )
-        routes = RouteTable(
-            self.namesrv_addrs,
-            client,
-            self._clock,
-            self._rng,
-            auto_create_topic=options.auto_create_topic,
-        )
-        self._sender = Sender(
+        connector = self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer)
+        self._running = await start_running(self._parts(), runtime, connector, self._clock)
+        self.state = ProducerState.RUNNING
+
+    def _parts(self) -> Parts:
+        return Parts(
             group=self.group,
-            routes=routes,
-            client=client,
+            client_id=self.client_id,
+            namesrv_addrs=self.namesrv_addrs,
+            options=self.options,
+            factory=self._factory,
+            rng=self._rng,
             router=self.router,
             limiter=self._limiter,
             hooks=self._hooks,
             telemetry=self._telemetry,
-            clock=self._clock,
-        )
-        self._timer = TimerGate(routes, client, self._clock, options.timer_max_delay_ms)
-        self._maintenance = Maintenance(
-            group=self.group,
-            client_id=self.client_id,
-            routes=routes,
-            client=client,
-            router=self.router,
-            clock=self._clock,
-            refresh_interval_ms=options.route_refresh_interval_ms,
-            heartbeat_interval_ms=options.heartbeat_interval_ms,
-            probe_interval_ms=options.probe_interval_ms,
-        )
-        self._planner = Planner(options, self._clock, self._rng)
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._async_sends = AsyncSends(self._tg, loop=runtime.asyncio_loop)
-        self._async_runner = AsyncSendRunner(
-            sender=self._sender,
-            spawn=self._async_sends.spawn,
-            limiter=self._limiter,
             tracker=self._tracker,
+            signer=self._signer,
         )
-        self._maintenance.start(self._tg)
-        if options.batching:
-            self._batching = BatchSends(
-                options,
-                sender=self._sender,
-                factory=self._factory,
-                planner=self._planner,
-                limiter=self._limiter,
-                tracker=self._tracker,
-                clock=self._clock,
-                spawn=self._async_sends.spawn,
-                runner=self._async_runner,
-                loop=runtime.asyncio_loop,
-            )
-            if self._batching.accumulator.needs_task:  # trio; asyncio flushes by callback
-                self._tg.start_soon(self._batching.accumulator.run)
-        self.state = ProducerState.RUNNING
+
+    @property
+    def _maintenance(self) -> Maintenance | None:
+        """The background upkeep (routes, heartbeats, the client); None before start."""
+        running = self._running
+        return None if running is None else running.maintenance
 
     async def aclose(self) -> None:
         """Stop taking sends, let in-flight ones finish within ``close_timeout_ms``, cancel the
@@ -306,28 +229,23 @@ class Producer:
         if self.state is ProducerState.NEW:
             self.state = ProducerState.CLOSED
             return
-        self._check_loop()
+        running = self._open()  # running: on the wrong loop this raises
         self.state = ProducerState.CLOSING
-        await self._drain()
-        assert self._tg is not None and self._maintenance is not None and self._pool is not None
-        assert self._async_sends is not None
-        await self._async_sends.cancel_all()  # before the scope below cancels this task too
-        self._tg.cancel_scope.cancel()
-        cancelled = await _exit_noting_cancel(self._tg)
-        if self._batching is not None:
-            self._batching.fail_pending()
+        with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
+            await self._limiter.wait_idle()  # in-flight sends finish, or are cancelled below
+        await running.async_sends.cancel_all()  # before the scope below cancels this task too
+        running.tg.cancel_scope.cancel()
+        cancelled = await exit_noting_cancel(running.tg)
+        if running.batching is not None:
+            running.batching.fail_pending()
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0, shield=True):
-            await self._maintenance.unregister_all()
+            await running.maintenance.unregister_all()
         # Not wrapped in a scope of ours: the pool exits the connector's task group, which
         # was entered before any scope opened here (trio insists on that order).
-        cancelled = await _exit_noting_cancel(self._pool) or cancelled
+        cancelled = await exit_noting_cancel(running.pool) or cancelled
         self.state = ProducerState.CLOSED
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled
-
-    async def _drain(self) -> None:
-        with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
-            await self._limiter.wait_idle()
 
     async def flush(self, *, timeout_ms: float | None = None) -> None:
         """Wait until every send begun before this call has finished (successfully or not).
@@ -351,6 +269,8 @@ class Producer:
         return self._limiter.in_flight + self._limiter.waiting
 
     # -- sending ----------------------------------------------------------------------
+    # Each entry point takes the running state into a local once (``_open``) and hands
+    # it down: a send pays one attribute hop for it, as it did for each part before.
 
     async def send(
         self, message: Message, *, timeout_ms: float | None = None, order_key: str | None = None
@@ -362,28 +282,30 @@ class Producer:
         """
         if order_key is not None and not isinstance(order_key, str):
             raise LocalProtocolError(f"order_key must be a str, got {type(order_key).__name__}")
-        prepared = self._prepare(message)
-        budget = self._budget_ms(timeout_ms)
+        running = self._open()
+        prepared = self._prepared(message)
+        budget = running.planner.budget_ms(timeout_ms)
         if message.timed:
-            await self._check_timed(message, budget)
-        batching = self._batching
+            await running.timer.check(message, budget)
+        batching = running.batching
         if batching is not None and order_key is None and batchable(prepared, message):
             joined = batching.send(prepared, message, budget)
             if joined is not None:
                 return await joined
         job = SendJob(prepared, message, order_key)
-        return _answered(await self._run(job, SendMode.SYNC, budget))
+        return _answered(await self._run(running, job, SendMode.SYNC, budget))
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout_ms: float | None = None
     ) -> SendResult:
         """One SEND_BATCH_MESSAGE for messages of one topic; ``result.msg_ids`` lists them."""
-        self._check_open()
+        running = self._open()
         keys = [self._uniq_key(m) for m in messages]
         traced = [self._telemetry.carry_context(m) for m in messages]
         prepared = self._factory.prepare_batch(traced, keys)
         job = SendJob(prepared, messages[0])
-        return _answered(await self._run(job, SendMode.SYNC, self._budget_ms(timeout_ms)))
+        budget = running.planner.budget_ms(timeout_ms)
+        return _answered(await self._run(running, job, SendMode.SYNC, budget))
 
     def send_async(
         self,
@@ -397,57 +319,55 @@ class Producer:
 
         Exactly one of the callbacks runs, exactly once; the future resolves the same way.
         """
-        prepared = self._prepare(message)
-        budget = self._budget_ms(timeout_ms)
-        assert self._planner is not None
-        assert self._runtime is not None
+        running = self._open()
+        prepared = self._prepared(message)
+        budget = running.planner.budget_ms(timeout_ms)
         future = SendFuture(
-            on_success, on_exception, msg_id=prepared.msg_id, loop=self._runtime.asyncio_loop
+            on_success, on_exception, msg_id=prepared.msg_id, loop=running.runtime.asyncio_loop
         )
         if message.timed:
-            assert self._timer is not None and self._async_sends is not None
-            self._timer.then_send_async(
+            running.timer.then_send_async(
                 message,
                 budget,
                 future,
-                lambda: self._start_async(message, prepared, budget, future),
-                spawn=self._async_sends.spawn,
+                lambda: self._start_async(running, message, prepared, budget, future),
+                spawn=running.async_sends.spawn,
                 tracker=self._tracker,
             )
             return future
-        batching = self._batching
+        batching = running.batching
         if (
             batching is not None
             and batchable(prepared, message)
             and batching.send_async(prepared, message, budget, future)
         ):
             return future
-        self._start_async(message, prepared, budget, future)
+        self._start_async(running, message, prepared, budget, future)
         return future
 
     def _start_async(
-        self, message: Message, prepared: PreparedMessage, budget: float, future: SendFuture
+        self,
+        running: Running,
+        message: Message,
+        prepared: PreparedMessage,
+        budget: float,
+        future: SendFuture,
     ) -> None:
-        assert self._planner is not None
-        plan = self._planner.plan(SendMode.ASYNC, budget)
+        plan = running.planner.plan(SendMode.ASYNC, budget)
         # Take the in-flight slot now when there is room, so that close() drains this
         # send even if its task has not started yet.
         holds_slot = self._limiter.try_acquire(len(prepared.body))
         job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
-        assert self._async_runner is not None
-        self._async_runner.start(job, plan, future)
-
-    async def _check_timed(self, message: Message, budget_ms: float) -> None:
-        assert self._timer is not None
-        await self._timer.check(message, budget_ms)
+        running.async_runner.start(job, plan, future)
 
     async def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:
         """One attempt, no answer, no retry; raises if the frame could not be written."""
-        prepared = self._prepare(message)
-        budget = self._budget_ms(timeout_ms)
+        running = self._open()
+        prepared = self._prepared(message)
+        budget = running.planner.budget_ms(timeout_ms)
         if message.timed:
-            await self._check_timed(message, budget)
-        await self._run(SendJob(prepared, message), SendMode.ONEWAY, budget)
+            await running.timer.check(message, budget)
+        await self._run(running, SendJob(prepared, message), SendMode.ONEWAY, budget)
 
     # -- internals --------------------------------------------------------------------
 
@@ -455,10 +375,17 @@ class Producer:
         handler = self.peer_handler
         return not_supported(address, request) if handler is None else handler(address, request)
 
-    def _check_open(self) -> None:
-        if self.state is ProducerState.RUNNING:
-            self._check_loop()
-            return
+    def _open(self) -> Running:
+        """The running state, if this producer is running and on its own loop; else why not."""
+        running = self._running
+        if self.state is ProducerState.RUNNING and running is not None:
+            if not running.runtime.is_current():
+                raise ProducerError(
+                    f"producer {self.group!r} was started on another event loop: a producer "
+                    "lives on the loop it started on; create one per loop (or per "
+                    "asyncio.run), or use producer.blocking.Producer from threads"
+                )
+            return running
         if self.state is ProducerState.NEW:
             raise ProducerClosedError(
                 f"producer {self.group!r} is not started: use `async with Producer(...)` "
@@ -466,18 +393,7 @@ class Producer:
             )
         raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}: {_RUNS_ONCE}")
 
-    def _check_loop(self) -> None:
-        runtime = self._runtime
-        assert runtime is not None
-        if not runtime.is_current():
-            raise ProducerError(
-                f"producer {self.group!r} was started on another event loop: a producer "
-                "lives on the loop it started on; create one per loop (or per asyncio.run), "
-                "or use producer.blocking.Producer from threads"
-            )
-
-    def _prepare(self, message: Message) -> PreparedMessage:
-        self._check_open()
+    def _prepared(self, message: Message) -> PreparedMessage:
         if not isinstance(message, Message):
             raise LocalProtocolError(f"expected a producer.Message, got {type(message).__name__}")
         return self._factory.prepare(
@@ -488,20 +404,16 @@ class Producer:
         """The message's own ``msg_id`` (a resend keeps it), else a fresh one."""
         return message.msg_id or self._uniq_keys.next_id(self._clock.wall_ms())
 
-    def _budget_ms(self, timeout_ms: float | None) -> float:
-        assert self._planner is not None
-        return self._planner.budget_ms(timeout_ms)
-
     async def _run(
         self,
+        running: Running,
         job: SendJob,
         mode: SendMode,
         budget_ms: float,
         *,
         certain_retries_only: bool = False,
     ) -> SendResult | None:
-        assert self._sender is not None and self._planner is not None
-        plan = self._planner.plan(
+        plan = running.planner.plan(
             mode,
             budget_ms,
             keyed=job.order_key is not None,
@@ -509,7 +421,7 @@ class Producer:
         )
         ticket = self._tracker.begin()
         try:
-            return await self._sender.run(job, plan)
+            return await running.sender.run(job, plan)
         finally:
             self._tracker.end(ticket)
 
@@ -523,13 +435,3 @@ class Producer:
 def _answered(result: SendResult | None) -> SendResult:
     assert result is not None, "only a oneway send ends without a result"
     return result
-
-
-async def _exit_noting_cancel(context: Any) -> BaseException | None:
-    """Exit an async context entered at start; a cancellation of the closing task is
-    returned, not raised, so that closing goes on to the end before it propagates."""
-    try:
-        await context.__aexit__(None, None, None)
-    except anyio.get_cancelled_exc_class() as exc:
-        return exc
-    return None

@@ -4,12 +4,13 @@ every request leaves through one door.
 Layers, lowest first: ``_response_codes`` (the response-code table, importing nothing)
 <- ``errors`` <- ``_remoting`` <- ``_transport`` <- ``_client`` <-
 ``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli`` and ``spark``,
-which use the public API only. The consumer's pure core ``_consume`` sits on
-``_remoting``; its shell ``consumer`` on ``_client`` and ``_consume``. ``testing`` (the
-dev cluster) may use the remoting core and the transport only. ``latency_fault`` is pure
-and imports no SDK (so the remoting core may use its Java string hash). No module, and
-no layer, imports itself back through others, and no SDK module is imported inside a
-function to get round that.
+which use the public API only. ``_lifecycle`` (``async with`` for objects that are
+started and closed) imports no SDK module and may be used by every layer that does I/O.
+The consumer's pure core ``_consume`` sits on ``_remoting``; its shell ``consumer`` on
+``_client`` and ``_consume``. ``testing`` (the dev cluster) may use the remoting core
+and the transport only. ``latency_fault`` is pure and imports no SDK (so the remoting
+core may use its Java string hash). No module, and no layer, imports itself back through
+others, and no SDK module is imported inside a function to get round that.
 """
 
 from __future__ import annotations
@@ -25,14 +26,23 @@ SDK = ROOT / "producer"
 
 # The SDK modules each layer may import (prefix match on the dotted name).
 CORE = ("producer._response_codes", "producer.errors", "producer._remoting")
+LIFECYCLE = "producer._lifecycle"
 ALLOWED: dict[str, tuple[str, ...]] = {
     "producer._response_codes": (),
+    LIFECYCLE: (),
     "producer._remoting": (*CORE, "latency_fault"),  # pure, SDK-free: Java's string hash
     "producer.errors": ("producer._response_codes",),
-    "producer._transport": (*CORE, "producer._transport"),
-    "producer._client": (*CORE, "producer._transport", "producer._client", "latency_fault"),
+    "producer._transport": (*CORE, LIFECYCLE, "producer._transport"),
+    "producer._client": (
+        *CORE,
+        LIFECYCLE,
+        "producer._transport",
+        "producer._client",
+        "latency_fault",
+    ),
     "producer._send": (
         *CORE,
+        LIFECYCLE,
         "producer._transport",
         "producer._client",
         "producer._send",
@@ -40,6 +50,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "producer._transactions": (
         *CORE,
+        LIFECYCLE,
         "producer._transport",
         "producer._client",
         "producer._send",
@@ -47,12 +58,19 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "producer._producer",
         "producer._transactions",
     ),
-    "producer.testing": (*CORE, "producer._transport", "producer.testing", "latency_fault"),
+    "producer.testing": (
+        *CORE,
+        LIFECYCLE,
+        "producer._transport",
+        "producer.testing",
+        "latency_fault",
+    ),
     # The consumer: a pure core (``_consume``) under an I/O shell that shares the
     # producer's client; it needs only the result type of the send layer, never the facade.
     "producer._consume": (*CORE, "producer._consume"),
     "producer.consumer": (
         *CORE,
+        LIFECYCLE,
         "producer._transport",
         "producer._client",
         "producer._send.result",
@@ -156,6 +174,8 @@ def test_every_package_has_a_layer() -> None:
         ("consumer/_dead_letters.py", "from producer._producer import Producer"),
         ("consumer/_broker_api.py", "from producer._send.sender import Sender"),
         ("_send/sender.py", "from producer.spark import publish"),
+        ("_lifecycle.py", "from producer.errors import ProducerError"),
+        ("_remoting/frame.py", "from producer._lifecycle import AsyncLifecycle"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(path: str, source: str) -> None:

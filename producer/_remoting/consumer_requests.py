@@ -19,7 +19,7 @@ from producer._remoting.frame import json_dumps
 from producer._remoting.message import MessageQueue
 from producer._remoting.requests import CLIENT_INNER_PRODUCER_GROUP
 from producer._remoting.send_header import bool_str, int_str, parse_int
-from producer._remoting.store_record import StoreRecord, decode_records
+from producer._remoting.store_record import StoreRecord, decode_records, encode_record
 from producer._remoting.subscription import Subscription
 from producer.errors import BrokerError, RemoteProtocolError
 
@@ -247,13 +247,48 @@ _PULL_STATUS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class PullResult:
-    status: PullStatus
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
-    records: list[StoreRecord]
+    """A pull's status and offsets, and its records: ``body`` as they came (empty unless
+    FOUND), which a consumer decodes into messages
+    (``producer._consume.message.decode_pulled``), or ``records`` (decoded on first
+    read). Made from records (a test's broker), its body is their encoding."""
+
+    __slots__ = ("_body", "_records", "max_offset", "min_offset", "next_begin_offset", "status")
+
+    def __init__(
+        self,
+        status: PullStatus,
+        next_begin_offset: int,
+        min_offset: int,
+        max_offset: int,
+        records: list[StoreRecord] | None = None,
+        *,
+        body: bytes | None = None,
+    ) -> None:
+        self.status = status
+        self.next_begin_offset = next_begin_offset
+        self.min_offset = min_offset
+        self.max_offset = max_offset
+        self._records = records
+        self._body = body
+
+    @property
+    def body(self) -> bytes:
+        if self._body is None:
+            self._body = b"".join(map(encode_record, self._records or []))
+        return self._body
+
+    @property
+    def records(self) -> list[StoreRecord]:
+        if self._records is None:
+            self._records = decode_records(self._body or b"")
+        return self._records
+
+    def __repr__(self) -> str:
+        return (
+            f"PullResult({self.status.name}, next={self.next_begin_offset}, "
+            f"min={self.min_offset}, max={self.max_offset}, {len(self.body)} bytes)"
+        )
 
 
 def parse_pull_response(response: RemotingCommand) -> PullResult:
@@ -262,13 +297,12 @@ def parse_pull_response(response: RemotingCommand) -> PullResult:
     if status is None:
         raise BrokerError.for_code(response.code, response.remark)
     fields = response.ext_fields or {}
-    records = decode_records(response.body) if status is PullStatus.FOUND else []
     return PullResult(
         status,
         parse_int(fields, "nextBeginOffset", wide=True),
         parse_int(fields, "minOffset", wide=True),
         parse_int(fields, "maxOffset", wide=True),
-        records,
+        body=(response.body or b"") if status is PullStatus.FOUND else b"",
     )
 
 

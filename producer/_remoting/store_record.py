@@ -16,7 +16,9 @@ from __future__ import annotations
 import ipaddress
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.message_codec import (
@@ -33,6 +35,7 @@ __all__ = [
     "StoreRecord",
     "body_crc",
     "decode_records",
+    "decode_with",
     "encode_record",
     "record_size",
 ]
@@ -52,6 +55,13 @@ _MID = struct.Struct(">iq")  # reconsumeTimes, preparedTransactionOffset
 _FIXED_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
 _V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 _CACHE_LIMIT = 1024  # distinct hosts/topics remembered while decoding; then start over
+
+T = TypeVar("T")
+# What :func:`decode_with` calls per record, positionally: topic, queue_id, queue_offset,
+# commit_log_offset, body (as stored), properties (their wire text), born_timestamp,
+# born_host, store_timestamp, store_host, sys_flag, flag, reconsume_times,
+# prepared_transaction_offset, body_crc - :class:`StoreRecord`'s field order.
+Build = Callable[..., T]
 
 
 def body_crc(body: bytes) -> int:
@@ -192,8 +202,43 @@ def decode_records(data: bytes | bytearray | memoryview) -> list[StoreRecord]:
     Unlike Java's decoder, which stops at the first bad record and drops the rest
     silently, a bad body is an error: a consumer must not skip messages it was sent.
     """
+    return decode_with(data, _store_record)
+
+
+def _store_record(
+    topic: str,
+    queue_id: int,
+    queue_offset: int,
+    commit_log_offset: int,
+    body: bytes,
+    properties: str,
+    born_timestamp: int,
+    born_host: str,
+    store_timestamp: int,
+    store_host: str,
+    *flags: int,  # sys_flag, flag, reconsume_times, prepared_transaction_offset, body_crc
+) -> StoreRecord:
+    return StoreRecord(
+        topic,
+        queue_id,
+        queue_offset,
+        commit_log_offset,
+        body,
+        decode_properties(properties),
+        born_timestamp,
+        born_host,
+        store_timestamp,
+        store_host,
+        *flags,
+    )
+
+
+def decode_with(data: bytes | bytearray | memoryview, build: Build[T]) -> list[T]:
+    """``build(...)`` of every record of a pull body, in order (the fields as
+    :data:`Build` lists them); any inconsistency raises :class:`RemoteProtocolError`.
+    The one record decoder: :func:`decode_records` and the consumer's messages use it."""
     view = memoryview(data)
-    records: list[StoreRecord] = []
+    out: list[T] = []
     pos, end = 0, len(view)
     while pos < end:
         if end - pos < _HEAD.size:
@@ -203,13 +248,13 @@ def decode_records(data: bytes | bytearray | memoryview) -> list[StoreRecord]:
             raise RemoteProtocolError(
                 f"record at byte {pos}: TOTALSIZE {total} does not fit the {end - pos} bytes left"
             )
-        record = _decode_v4(view, pos, pos + total)
-        records.append(_decode_one(_Reader(view, pos, pos + total)) if record is None else record)
+        item = _decode_v4(view, pos, pos + total, build)
+        out.append(_decode_one(_Reader(view, pos, pos + total), build) if item is None else item)
         pos += total
-    return records
+    return out
 
 
-def _decode_v4(view: memoryview, start: int, end: int) -> StoreRecord | None:
+def _decode_v4(view: memoryview, start: int, end: int, build: Build[T]) -> T | None:
     """The common record in one pass (hosts and topic names cached: they repeat), or
     ``None`` for the general reader (IPv6 hosts, 5.x magic, or anything short)."""
     if end - start < _FIXED_V4.size + 3:
@@ -232,22 +277,22 @@ def _decode_v4(view: memoryview, start: int, end: int) -> StoreRecord | None:
         _TOPICS, raw_topic, _text(view[body_end + 1 : topic_end], start, "topic")
     )
     props = _text(view[topic_end + 2 : end], start, "properties") if props_len else ""
-    return StoreRecord(
-        topic=topic,
-        queue_id=fields[3],
-        queue_offset=fields[5],
-        commit_log_offset=fields[6],
-        body=bytes(view[body_at:body_end]),
-        properties=decode_properties(props),
-        born_timestamp=fields[8],
-        born_host=_host_v4(fields[9], fields[10]),
-        store_timestamp=fields[11],
-        store_host=_host_v4(fields[12], fields[13]),
-        sys_flag=fields[7],
-        flag=fields[4],
-        reconsume_times=fields[14],
-        prepared_transaction_offset=fields[15],
-        body_crc=fields[2],
+    return build(
+        topic,
+        fields[3],  # queue_id
+        fields[5],  # queue_offset
+        fields[6],  # commit_log_offset
+        bytes(view[body_at:body_end]),
+        props,
+        fields[8],  # born_timestamp
+        _host_v4(fields[9], fields[10]),
+        fields[11],  # store_timestamp
+        _host_v4(fields[12], fields[13]),
+        fields[7],  # sys_flag
+        fields[4],  # flag
+        fields[14],  # reconsume_times
+        fields[15],  # prepared_transaction_offset
+        fields[2],  # body_crc
     )
 
 
@@ -271,7 +316,7 @@ def _host_v4(ip: bytes, port: int) -> str:
     return found
 
 
-def _decode_one(reader: _Reader) -> StoreRecord:
+def _decode_one(reader: _Reader, build: Build[T]) -> T:
     start = reader.pos
     _total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts = reader.unpack(_HEAD)
     if magic not in (MAGIC_CODE, MAGIC_CODE_V2):
@@ -288,28 +333,28 @@ def _decode_one(reader: _Reader) -> StoreRecord:
         topic_len = reader.take(1)[0]
     topic = _text(reader.take(topic_len), start, "topic")
     (props_len,) = reader.unpack(_INT16)
-    properties = decode_properties(_text(reader.take(props_len), start, "properties"))
+    properties = _text(reader.take(props_len), start, "properties")
     if reader.pos != reader.end:
         raise RemoteProtocolError(
             f"record at byte {start}: TOTALSIZE says {reader.end - start} bytes, "
             f"fields take {reader.pos - start}"
         )
-    return StoreRecord(
-        topic=topic,
-        queue_id=queue_id,
-        queue_offset=queue_offset,
-        commit_log_offset=phys,
-        body=body,
-        properties=properties,
-        born_timestamp=born_ts,
-        born_host=born_host,
-        store_timestamp=store_ts,
-        store_host=store_host,
-        sys_flag=sys_flag,
-        flag=flag,
-        reconsume_times=reconsume_times,
-        prepared_transaction_offset=prepared,
-        body_crc=crc,
+    return build(
+        topic,
+        queue_id,
+        queue_offset,
+        phys,
+        body,
+        properties,
+        born_ts,
+        born_host,
+        store_ts,
+        store_host,
+        sys_flag,
+        flag,
+        reconsume_times,
+        prepared,
+        crc,
     )
 
 

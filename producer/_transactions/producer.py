@@ -13,12 +13,12 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from types import TracebackType
 
 import anyio
 from anyio.abc import TaskGroup
 
 from producer._consume.message import ReceivedMessage
+from producer._lifecycle import AsyncLifecycle
 from producer._producer import Producer, ProducerState
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message
@@ -101,7 +101,7 @@ class _Running:
         await self._idle.wait()
 
 
-class TransactionProducer:
+class TransactionProducer(AsyncLifecycle):
     """Transactional sends of one producer group. Use it as ``async with``::
 
         async def check(message: ReceivedMessage) -> TransactionState: ...
@@ -168,18 +168,6 @@ class TransactionProducer:
         )
 
     # -- life cycle ----------------------------------------------------------------------
-
-    async def __aenter__(self) -> TransactionProducer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def start(self) -> None:
         await self.producer.start()
@@ -293,13 +281,14 @@ class TransactionProducer:
                 f"send_in_transaction takes one producer.Message, got {type(message).__name__}"
             )
         # sendMessageInTransaction clears the delay level: a half is never delayed.
-        prepared = producer._prepare(dataclasses.replace(message, delay_level=None))
+        running = producer._open()
+        prepared = producer._prepared(dataclasses.replace(message, delay_level=None))
         job = SendJob(half_message(prepared, producer.group), message)
         # Retried only when nothing was stored: a half left stored behind a timeout or a
         # not-OK status would be checked, and a check function answering from the local
         # state (execute committed) would commit it too - the event twice.
-        budget = producer._budget_ms(timeout_ms)
-        sent = await producer._run(job, SendMode.SYNC, budget, certain_retries_only=True)
+        budget = running.planner.budget_ms(timeout_ms)
+        sent = await producer._run(running, job, SendMode.SYNC, budget, certain_retries_only=True)
         assert sent is not None, "a sync send returns a result"
         await self._announce(sent.queue.broker_name)
         return sent

@@ -6,16 +6,17 @@ Batches wait in one queue for workers: tasks that each hold one of the listener'
 ``max_concurrency`` slots and take batches until none is left. A worker is started only
 when every worker is inside a listener call, so a listener that never blocks is served by
 one or two tasks, not a task per batch, and one that blocks gets up to
-``max_concurrency`` calls at once. A plain function is handed a run of batches per
-worker-thread hop, as many as take about ``PLAIN_RUN_BUDGET_S`` of its time (judged by
-its recent calls): a call that blocks holds up the rest of its run, a few ms' worth.
+``max_concurrency`` calls at once. A worker takes a run of batches at a time, as many as
+take about ``RUN_BUDGET_S`` of the listener's time (judged by its recent calls; a plain
+function gets the whole run in one worker-thread hop), and settles the run's successes
+once per queue: one removal from the process queue, one offset update, one count.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 import anyio
@@ -28,17 +29,56 @@ from producer._remoting.consumer_requests import MessageModel
 from producer._remoting.retry_topics import is_dead_letter
 from producer.consumer._consumption import Consumption
 from producer.consumer._listener import ConsumeContext, ListenerCall, Verdict
-from producer.consumer._telemetry import tracing
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")
 SUCCESS = ConsumeStatus.SUCCESS
 EXPIRED_DELAY_LEVEL = 3  # cleanExpiredMsg's sendMessageBack(msg, 3)
 YIELD_EVERY = 32  # batches a worker consumes before it lets other tasks run
-PLAIN_RUN_MAX = 64  # batches of one worker-thread hop, at most ...
-PLAIN_RUN_BUDGET_S = 0.002  # ... and about this much listener time (one call: unknown)
+NOT_CALLED = Verdict(SUCCESS)  # a batch the guard held back whole: nothing to consume
 
 Work = tuple[ProcessQueue, list[ReceivedMessage]]
+# One batch of a run: its queue, what the listener got, what the guard held back, context.
+Called = tuple[ProcessQueue, list[ReceivedMessage], list[ReceivedMessage], ConsumeContext]
+
+
+class Successes:
+    """Batches of a run that succeeded whole, settled together per queue: one removal
+    from the process queue, one offset update, one count (docs/consuming.md 2.5: the
+    offset is still the smallest held, so it never passes a message in flight)."""
+
+    __slots__ = ("_by_queue",)
+
+    def __init__(self) -> None:
+        self._by_queue: dict[ProcessQueue, tuple[list[ReceivedMessage], list[ReceivedMessage]]]
+        self._by_queue = {}
+
+    def add(
+        self,
+        pq: ProcessQueue,
+        fresh: list[ReceivedMessage],
+        repeated: list[ReceivedMessage],
+        verdict: Verdict,
+        context: ConsumeContext,
+    ) -> bool:
+        """Held for :meth:`settle` if the batch succeeded whole; ``False`` if it needs
+        settling of its own (a failure, an ``ack_index``, a queue dropped meanwhile)."""
+        if verdict.status is not SUCCESS or context.ack_index is not None or pq.dropped:
+            return False
+        consumed, settled = self._by_queue.setdefault(pq, ([], []))
+        consumed += fresh
+        settled += fresh
+        settled += repeated
+        return True
+
+    def settle(self, consumption: ConcurrentConsumption, now: float) -> None:
+        for pq, (consumed, settled) in self._by_queue.items():
+            consumption._call.remember(consumed, now)
+            consumption.consumed += len(consumed)
+            offset = pq.remove(settled)
+            if offset >= 0 and not pq.dropped:
+                consumption.offsets.update(pq.queue, offset, increase_only=True)
+        self._by_queue.clear()
 
 
 class ConcurrentConsumption(Consumption):
@@ -76,14 +116,11 @@ class ConcurrentConsumption(Consumption):
             async with self._call.slot:
                 since_yield = 0
                 while self._pending:
-                    run = self._take()
-                    self._busy += 1
-                    self._staff()  # the listener may block: another worker takes the rest
-                    try:
-                        await self._consume_run(run)
-                    finally:
-                        self._busy -= 1
-                    since_yield += len(run)
+                    self._call.telemetry.look()
+                    if self._call.is_async and not self._call.telemetry.tracing:
+                        since_yield += await self._consume_async()
+                    else:
+                        since_yield += await self._consume_run(self._take())
                     if since_yield >= YIELD_EVERY:  # pulls and timers run in between
                         since_yield = 0
                         await anyio.lowlevel.checkpoint()
@@ -91,43 +128,82 @@ class ConcurrentConsumption(Consumption):
             self._workers -= 1
 
     def _take(self) -> list[Work]:
-        if self._call.is_async or tracing():
-            count = 1  # one at a time: a call that blocks holds up no other batch
-        else:
-            # before any call is timed, a run of one
-            seconds = self._call.plain_call_s or PLAIN_RUN_BUDGET_S
-            count = max(1, min(PLAIN_RUN_MAX, int(PLAIN_RUN_BUDGET_S / max(seconds, 1e-7))))
         pending = self._pending
+        count = self._call.run_length()
         return [pending.popleft() for _ in range(min(count, len(pending)))]
 
-    async def _consume_run(self, run: list[Work]) -> None:
-        if self._call.is_async or tracing():
-            for pq, batch in run:
-                try:
+    async def _consume_run(self, run: list[Work]) -> int:
+        """A run's batches, marked busy (the listener may block: another worker takes the
+        rest); returns how many."""
+        self._busy += 1
+        self._staff()
+        try:
+            if self._call.is_async or self._call.telemetry.tracing:
+                for pq, batch in run:  # a span per call: one call at a time
                     if not pq.dropped:
                         await self._consume(pq, batch)
-                finally:
-                    self._tasks.leave()
-            return
-        try:
-            await self._consume_plain(run)
+            else:
+                await self._consume_plain(run)
         finally:
+            self._busy -= 1
             for _ in run:
                 self._tasks.leave()
+        return len(run)
 
     async def _consume_plain(self, run: list[Work]) -> None:
-        """One worker-thread hop for the run's batches, then each is settled in turn."""
-        calls = []
+        """One worker-thread hop for the run's calls, then their settlement."""
+        now = self._now_ms()
+        calls: list[Called] = []
         for pq, batch in run:
             if not pq.dropped:
-                fresh, repeated = self._call.split(batch, self._now_ms())
+                fresh, repeated = self._call.split(batch, now)
                 calls.append((pq, fresh, repeated, ConsumeContext(pq.queue)))
-        called = [(fresh, context) for _, fresh, _, context in calls if fresh]
-        verdicts = await self._call.run_plain(called, self._now_ms()) if called else []
-        answers = iter(verdicts)
+        made = [(fresh, context) for _, fresh, _, context in calls if fresh]
+        answers = iter(await self._call.run_plain(made, now) if made else [])
+        done = Successes()
         for pq, fresh, repeated, context in calls:
-            verdict = next(answers) if fresh else Verdict(SUCCESS)
-            await self._settle(pq, fresh, repeated, verdict, context)
+            verdict = next(answers) if fresh else NOT_CALLED
+            if not done.add(pq, fresh, repeated, verdict, context):
+                await self._settle(pq, fresh, repeated, verdict, context)
+        done.settle(self, now)
+
+    async def _consume_async(self) -> int:
+        """An async listener's batches taken one at a time while they last (up to
+        ``YIELD_EVERY``): each call runs up to its first suspension, and the successes of
+        calls that did not suspend are settled together - before the worker waits on
+        anything, so nothing finished stays held while it waits. Returns how many."""
+        call, pending, done = self._call, self._pending, Successes()
+        now, count = self._now_ms(), 0
+        while pending and count < YIELD_EVERY:
+            pq, batch = pending.popleft()
+            count += 1
+            try:
+                if pq.dropped:
+                    continue
+                fresh, repeated = call.split(batch, now)
+                context = ConsumeContext(pq.queue)
+                verdict = call.start(fresh, context, now) if fresh else NOT_CALLED
+                if not isinstance(verdict, Verdict):  # it waits: so does this worker
+                    done.settle(self, now)
+                    verdict = await self._busy_with(verdict)
+                    now = self._now_ms()
+                if not done.add(pq, fresh, repeated, verdict, context):
+                    done.settle(self, now)
+                    await self._settle(pq, fresh, repeated, verdict, context)
+            finally:
+                # out of flight now, though maybe not settled yet: close's wait_idle
+                # wakes only once this task yields, and it settles before it yields
+                self._tasks.leave()
+        done.settle(self, now)
+        return count
+
+    async def _busy_with(self, rest: Coroutine[Any, Any, Verdict]) -> Verdict:
+        self._busy += 1
+        self._staff()  # another worker takes the batches waiting meanwhile
+        try:
+            return await rest
+        finally:
+            self._busy -= 1
 
     async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> None:
         fresh, repeated = self._call.split(batch, self._now_ms())
@@ -135,7 +211,7 @@ class ConcurrentConsumption(Consumption):
         if fresh:
             verdict = await self._call.held(fresh, context, self._now_ms())
         else:
-            verdict = Verdict(SUCCESS)
+            verdict = NOT_CALLED
         await self._settle(pq, fresh, repeated, verdict, context)
 
     async def _settle(

@@ -14,13 +14,13 @@ import random
 import ssl as ssl_module
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Protocol
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
 from producer._client.routes import parse_namesrv
-from producer._consume.message import ReceivedMessage, decoded_message
+from producer._consume.message import ReceivedMessage, decode_pulled
+from producer._lifecycle import AsyncLifecycle
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.consumer_requests import PullParams, PullStatus
 from producer._remoting.message import Message, MessageQueue
@@ -98,7 +98,7 @@ class DeadLetter:
         )
 
 
-class DeadLetterQueue:
+class DeadLetterQueue(AsyncLifecycle):
     """``async with DeadLetterQueue("my-group", namesrv) as dlq: await dlq.read()``."""
 
     def __init__(
@@ -131,18 +131,13 @@ class DeadLetterQueue:
     def __repr__(self) -> str:
         return f"DeadLetterQueue({self.topic!r}, {'open' if self._api else 'closed'})"
 
-    async def __aenter__(self) -> DeadLetterQueue:
+    async def start(self) -> None:
+        """Connect (``async with`` does this, and :meth:`aclose` on the way out)."""
         runtime = current_runtime()
         clock = self._clock = self._clock or LoopClock(runtime.loop_time)
         self._pool, self._api = await open_api(runtime, self._who, clock, self._rng)
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def aclose(self) -> None:
         if self._pool is not None:
             await self._pool.__aexit__(None, None, None)
         self._pool = self._api = None
@@ -224,8 +219,7 @@ class DeadLetterQueue:
             result = await api.pull(params, READ_TIMEOUT_MS)
             if result.status is not PullStatus.FOUND:
                 break
-            for record in result.records:
-                found.append(decoded_message(record, queue.broker_name, MAX_BODY_BYTES))
+            found += decode_pulled(result.body, queue.broker_name, max_body_bytes=MAX_BODY_BYTES)
             offset = result.next_begin_offset
         return found
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,12 +17,16 @@ from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage
 from producer._consume.policy import DEAD_LETTER, SeenRecently
 from producer._remoting.message import MessageQueue
-from producer.consumer._telemetry import NO_SPAN, ConsumerTelemetry, tracing
+from producer.consumer._telemetry import NO_SPAN, ConsumerTelemetry
 
 log = logging.getLogger("producer.consumer")
 
 Listener = Callable[..., Any]
 Call = tuple[list[ReceivedMessage], "ConsumeContext"]  # one listener call's arguments
+RUN_MAX = 64  # listener calls of one run (one thread hop, one settlement), at most ...
+RUN_BUDGET_S = 0.002  # ... and about this much listener time (one call: unknown)
+ORDERLY_RUN_S = 0.1  # an orderly run's calls stop after this long (a call blocked)
+SUCCESS = ConsumeStatus.SUCCESS
 
 
 @dataclass(slots=True)
@@ -75,7 +80,7 @@ class ListenerCall:
         self._limiter = anyio.CapacityLimiter(max_concurrency)
         self._guard = guard
         self.duplicates = 0  # re-deliveries the guard kept from the listener
-        self.plain_call_s = 0.0  # a plain call's mean duration in the last worker-thread run
+        self.call_s = 0.0  # a call's mean duration in the last run (0: none timed yet)
 
     def split(
         self, batch: list[ReceivedMessage], now_ms: float
@@ -103,6 +108,20 @@ class ListenerCall:
         return self._is_async
 
     @property
+    def guarded(self) -> bool:
+        """An idempotency guard holds back what was consumed successfully."""
+        return self._guard is not None
+
+    def run_length(self) -> int:
+        """How many calls the next run makes: about ``RUN_BUDGET_S`` of listener time as
+        judged by the last run (a call that blocks holds up the rest of its run, a few
+        ms' worth); one before any call was timed, and one per call while tracing (each
+        call has its span: the caller has asked ``telemetry.look()``)."""
+        if self.telemetry.tracing or not self.call_s:
+            return 1
+        return max(1, min(RUN_MAX, int(RUN_BUDGET_S / max(self.call_s, 1e-7))))
+
+    @property
     def slot(self) -> anyio.CapacityLimiter:
         """One of the ``max_concurrency`` slots; a caller holding one uses :meth:`held`."""
         return self._limiter
@@ -119,7 +138,7 @@ class ListenerCall:
         """One listener call, by a caller that holds a slot."""
         for message in batch:
             message.consume_start_ms = now_ms
-        if not tracing():
+        if not self.telemetry.tracing:
             verdict = await self._run(batch, context)
             self._processed(NO_SPAN, batch, context, verdict, now_ms)
             return verdict
@@ -129,6 +148,80 @@ class ListenerCall:
                 span.record_exception(verdict.error)
             self._processed(span, batch, context, verdict, now_ms)
         return verdict
+
+    async def run_plain(
+        self, calls: list[Call], now_ms: float, *, orderly: bool = False
+    ) -> list[Verdict]:
+        """A plain listener called once per ``calls`` entry, all in one worker-thread hop
+        (the caller holds a slot, and nothing traces: each call would need its span).
+        ``orderly``: no call after the first that does not succeed, nor once the run has
+        taken ``ORDERLY_RUN_S``, so the verdicts may be fewer than the calls."""
+        for batch, _ in calls:
+            for message in batch:
+                message.consume_start_ms = now_ms
+        outcomes = await anyio.to_thread.run_sync(self._call_each, calls, orderly)
+        self.call_s = sum(seconds for _, seconds in outcomes) / len(outcomes)
+        if self.telemetry.metering:  # the duration histogram: one sample per call
+            for (batch, context), (verdict, seconds) in zip(calls, outcomes, strict=False):
+                self._processed(NO_SPAN, batch, context, verdict, now_ms, seconds)
+        return [verdict for verdict, _ in outcomes]
+
+    def start(
+        self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
+    ) -> Verdict | Coroutine[Any, Any, Verdict]:
+        """An async listener's call, by a caller that holds a slot while nothing traces,
+        run up to its first suspension: its verdict if it finished without suspending (the
+        caller goes on without yielding to the event loop), else the rest of the call for
+        the caller to await (it settles what it holds first: it is about to wait) in the
+        cancel scope it called this in (trio ties a call's scopes to its task's stack)."""
+        refused = _refuse_undecodable(batch, context)
+        if refused is not None:
+            return refused
+        for message in batch:
+            message.consume_start_ms = now_ms
+        started = time.perf_counter()
+        coroutine = self._listener(*((batch, context) if self._with_context else (batch,)))
+        try:
+            yielded = coroutine.send(None)
+        except StopIteration as stop:
+            verdict = _verdict(stop.value)
+        except Exception as exc:
+            log.exception("listener raised on %d message(s)", len(batch))
+            verdict = Verdict(ConsumeStatus.RECONSUME_LATER, exc)
+        else:
+            return self._rest(coroutine, yielded, batch, context, now_ms)
+        self._timed(batch, context, verdict, now_ms, started)
+        return verdict
+
+    async def _rest(
+        self,
+        coroutine: Coroutine[Any, Any, Any],
+        yielded: object,
+        batch: list[ReceivedMessage],
+        context: ConsumeContext,
+        now_ms: float,
+    ) -> Verdict:
+        started = time.perf_counter()  # the first step's few microseconds are not counted
+        try:
+            verdict = _verdict(await _resumed(coroutine, yielded))
+        except Exception as exc:
+            log.exception("listener raised on %d message(s)", len(batch))
+            verdict = Verdict(ConsumeStatus.RECONSUME_LATER, exc)
+        self._timed(batch, context, verdict, now_ms, started)
+        return verdict
+
+    def _timed(
+        self,
+        batch: list[ReceivedMessage],
+        context: ConsumeContext,
+        verdict: Verdict,
+        now_ms: float,
+        started: float,
+    ) -> None:
+        seconds = time.perf_counter() - started
+        self.call_s = seconds
+        if self.telemetry.metering:
+            self._processed(NO_SPAN, batch, context, verdict, now_ms, seconds)
 
     def _processed(
         self,
@@ -144,37 +237,28 @@ class ListenerCall:
         topic = batch[0].topic if batch else context.queue.topic
         self.telemetry.processed(span, topic, verdict.status.value, seconds, len(batch))
 
-    async def run_plain(self, calls: list[Call], now_ms: float) -> list[Verdict]:
-        """A plain listener called once per ``calls`` entry, all in one worker-thread hop
-        (the caller holds a slot, and nothing traces: each call would need its span)."""
-        for batch, _ in calls:
-            for message in batch:
-                message.consume_start_ms = now_ms
-        outcomes = await anyio.to_thread.run_sync(self._call_each, calls)
-        self.plain_call_s = sum(seconds for _, seconds in outcomes) / len(outcomes)
-        verdicts = []
-        for (batch, context), (result, seconds) in zip(calls, outcomes, strict=True):
-            verdict = _verdict(result)
-            self._processed(NO_SPAN, batch, context, verdict, now_ms, seconds)
-            verdicts.append(verdict)
-        return verdicts
-
-    def _call_each(self, calls: list[Call]) -> list[tuple[object, float]]:
-        """In a worker thread: each call's result (or the exception it raised) and time."""
-        outcomes: list[tuple[object, float]] = []
+    def _call_each(self, calls: list[Call], orderly: bool) -> list[tuple[Verdict, float]]:
+        """In a worker thread: each call's verdict (an exception raised is a failure, one
+        returned is not a ConsumeStatus) and time."""
+        outcomes: list[tuple[Verdict, float]] = []
+        stop_at = time.perf_counter() + ORDERLY_RUN_S
         for batch, context in calls:
-            refused = _refuse_undecodable(batch, context)
-            if refused is not None:
-                outcomes.append((refused, 0.0))
-                continue
+            if orderly and outcomes and time.perf_counter() > stop_at:
+                break
             started = time.perf_counter()
-            try:
-                result = self._listener(*((batch, context) if self._with_context else (batch,)))
-            except Exception as exc:
-                log.exception("listener raised on %d message(s)", len(batch))
-                result = _Raised(exc)
-            outcomes.append((result, time.perf_counter() - started))
+            verdict = _refuse_undecodable(batch, context) or self._call_one(batch, context)
+            outcomes.append((verdict, time.perf_counter() - started))
+            if orderly and verdict.status is not SUCCESS:
+                break
         return outcomes
+
+    def _call_one(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
+        try:
+            result = self._listener(*((batch, context) if self._with_context else (batch,)))
+        except Exception as exc:
+            log.exception("listener raised on %d message(s)", len(batch))
+            return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
+        return _verdict(result)
 
     async def _run(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
         refused = _refuse_undecodable(batch, context)
@@ -205,23 +289,38 @@ def _refuse_undecodable(batch: list[ReceivedMessage], context: ConsumeContext) -
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Raised:
-    """What a listener call in a worker thread raised (a returned exception is a value)."""
-
-    error: Exception
-
-
 def _verdict(result: object) -> Verdict:
-    """A listener's return value (or what it raised) as a verdict."""
+    """A listener's return value as a verdict (one made per status: most calls succeed)."""
     if isinstance(result, ConsumeStatus):
-        return Verdict(result)
-    if isinstance(result, _Raised):
-        return Verdict(ConsumeStatus.RECONSUME_LATER, result.error)
-    if isinstance(result, Verdict):  # refused before the call (_refuse_undecodable)
-        return result
+        return _VERDICTS[result]
     log.warning("listener returned %r, not a ConsumeStatus: treated as RECONSUME_LATER", result)
     return Verdict(ConsumeStatus.RECONSUME_LATER)
+
+
+_VERDICTS = {status: Verdict(status) for status in ConsumeStatus}
+
+
+@types.coroutine
+def _resumed(coroutine: Coroutine[Any, Any, Any], yielded: object) -> Generator[Any, Any, Any]:
+    """The rest of ``await coroutine`` once its first step (``send(None)``) yielded
+    ``yielded``: PEP 380's ``yield from``, by hand. What it yields goes to the event loop
+    (asyncio's futures, trio's traps, untouched), what the loop sends or throws goes in."""
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:  # cancellation included: the coroutine decides
+            try:
+                yielded = coroutine.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                yielded = coroutine.send(sent)
+            except StopIteration as stop:
+                return stop.value
 
 
 def _takes_context(listener: Listener) -> bool:

@@ -28,7 +28,7 @@ from producer._remoting.consumer_requests import MessageModel
 from producer._remoting.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._consumption import Consumption
-from producer.consumer._listener import ConsumeContext, ListenerCall
+from producer.consumer._listener import RUN_MAX, ConsumeContext, ListenerCall, Verdict
 from producer.errors import ProducerError, UndecodableBodyError
 
 log = logging.getLogger("producer.consumer")
@@ -98,24 +98,92 @@ class OrderlyConsumption(Consumption):
                 if self._locks_needed and not lock_valid(pq, self._now_ms()):
                     await self._relock_later(pq)
                     continue
-                async with lock:
-                    batch = self._next_batch(pq)  # empty also once handed over meanwhile
-                    if not batch:
+                async with lock:  # held for a run: hand_over waits for its end
+                    run = self._next_run(pq)  # empty also once handed over meanwhile
+                    if not run:
                         return
-                    pause_ms = await self._consume(pq, batch)
+                    pause_ms = await self._consume_run(pq, run)
                 if pause_ms:
                     await self._pause(pause_ms)
         finally:
             self._draining.discard(pq.queue)
             self._tasks.leave()
 
-    def _next_batch(self, pq: ProcessQueue) -> list[ReceivedMessage]:
-        """The head of the queue, cut before an undecodable message (which goes alone)."""
-        batch = [] if pq.dropped else pq.head(self.options.consume_batch_size)
-        for index, message in enumerate(batch):
+    def _next_run(self, pq: ProcessQueue) -> list[list[ReceivedMessage]]:
+        """The next batches from the head of the queue, in order: as many as a run takes
+        (one while tracing, or with an idempotency guard: it must remember each success
+        before the next batch is split), cut before an undecodable message (which goes
+        alone)."""
+        if pq.dropped:
+            return []
+        call, size = self._call, self.options.consume_batch_size
+        call.telemetry.look()
+        if call.guarded:
+            count = 1
+        else:  # an async call that waits is awaited alone, so its run can be long
+            count = RUN_MAX if call.is_async and not call.telemetry.tracing else call.run_length()
+        head = pq.head(size * count)
+        for index, message in enumerate(head):
             if message.undecodable is not None:
-                return batch[:index] or [message]
-        return batch
+                head = head[:index] or [message]
+                break
+        return [head[start : start + size] for start in range(0, len(head), size)]
+
+    async def _consume_run(self, pq: ProcessQueue, run: list[list[ReceivedMessage]]) -> float:
+        """The run's batches in order, up to the first that fails (orderly: nothing after
+        it is consumed before it is); returns how long the queue pauses next (ms)."""
+        if self._call.telemetry.tracing or self._call.guarded:
+            return await self._consume(pq, run[0])  # its run is one batch
+        now = self._now_ms()
+        async with self._call.slot:
+            if self._call.is_async:
+                return await self._consume_async(pq, run, now)
+            return await self._consume_plain(pq, run, now)
+
+    async def _consume_plain(
+        self, pq: ProcessQueue, run: list[list[ReceivedMessage]], now: float
+    ) -> float:
+        """One worker-thread hop for the run (the thread stops at the first failure, and
+        once the run took ``ORDERLY_RUN_S``: the queue's lock is looked at between runs)."""
+        calls = [(batch, ConsumeContext(pq.queue)) for batch in run]
+        verdicts = await self._call.run_plain(calls, now, orderly=True)
+        last = verdicts[-1]
+        called = len(verdicts) - (last.status is not ConsumeStatus.SUCCESS)
+        self._succeeded(pq, [m for batch, _ in calls[:called] for m in batch], now)
+        if called == len(verdicts):
+            return 0.0
+        batch, context = calls[called]
+        return await self._failed(pq, batch, last, context)
+
+    async def _consume_async(
+        self, pq: ProcessQueue, run: list[list[ReceivedMessage]], now: float
+    ) -> float:
+        """Each call runs to its first suspension; the successes so far are settled
+        before one that waits is awaited, and at the end."""
+        done: list[ReceivedMessage] = []
+        for batch in run:
+            context = ConsumeContext(pq.queue)
+            verdict = self._call.start(batch, context, now)
+            waited = not isinstance(verdict, Verdict)
+            if not isinstance(verdict, Verdict):
+                self._succeeded(pq, done, now)
+                done = []
+                verdict = await verdict
+                now = self._now_ms()
+            if verdict.status is not ConsumeStatus.SUCCESS:
+                self._succeeded(pq, done, now)
+                return await self._failed(pq, batch, verdict, context)
+            done += batch
+            if waited or pq.dropped:  # the queue's lock is looked at again before more
+                break
+        self._succeeded(pq, done, now)
+        return 0.0
+
+    def _succeeded(self, pq: ProcessQueue, done: list[ReceivedMessage], now: float) -> None:
+        if done:
+            self._call.remember(done, now)
+            self.consumed += len(done)
+            self._settle(pq, done)
 
     async def _pause(self, ms: float) -> None:
         """Sleep ``ms``, or less when the consumer closes meanwhile."""
@@ -133,7 +201,8 @@ class OrderlyConsumption(Consumption):
             await self._pause(UNLOCKED_DELAY_MS)
 
     async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> float:
-        """One batch; returns how long the queue pauses before its next one (ms)."""
+        """One batch (with a guard, or while tracing); returns how long the queue pauses
+        before its next one (ms)."""
         fresh, repeated = self._call.split(batch, self._now_ms())
         self._settle(pq, repeated)
         if not fresh:
@@ -141,10 +210,18 @@ class OrderlyConsumption(Consumption):
         context = ConsumeContext(pq.queue)
         verdict = await self._call(fresh, context, self._now_ms())
         if verdict.status is ConsumeStatus.SUCCESS:
-            self._call.remember(fresh, self._now_ms())
-            self.consumed += len(fresh)
-            self._settle(pq, fresh)
+            self._succeeded(pq, fresh, self._now_ms())
             return 0.0
+        return await self._failed(pq, fresh, verdict, context)
+
+    async def _failed(
+        self,
+        pq: ProcessQueue,
+        fresh: list[ReceivedMessage],
+        verdict: Verdict,
+        context: ConsumeContext,
+    ) -> float:
+        """A batch that failed: retried here after a pause, or dead-lettered."""
         error = verdict.error
         hopeless = not self.options.retry_policy.retries(error) or (
             isinstance(error, UndecodableBodyError) and error.permanent

@@ -15,7 +15,6 @@ import random
 import ssl as ssl_module
 from collections import deque
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 from typing import Literal
 
 import anyio
@@ -24,6 +23,7 @@ from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
 from producer._client.routes import parse_namesrv
 from producer._consume.message import ReceivedMessage
+from producer._lifecycle import AsyncLifecycle
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.message import MessageQueue
 from producer._remoting.subscription import Subscription, parse_subscription
@@ -42,7 +42,7 @@ MAX_PULL_MESSAGES = 32  # a 4.9.4 broker sends at most this many per pull (in me
 ITER_POLL_MS = 1000  # how long ``async for`` long-polls before pulling again
 
 
-class PullConsumer:
+class PullConsumer(AsyncLifecycle):
     """Pull assigned queues yourself::
 
         async with PullConsumer("my-group", "127.0.0.1:9876") as consumer:
@@ -120,18 +120,6 @@ class PullConsumer:
         pool, self._pool, self._api = self._pool, None, None
         if pool is not None:
             await pool.__aexit__(None, None, None)
-
-    async def __aenter__(self) -> PullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- queues --------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """One PULL_MESSAGE of a pull consumer and what it means for the queue's position.
 
 The records are turned into messages by the push consumer's own steps (the subscription's
-tag check, then ``decoded_message`` with its size cap and codecs): one pull decoding for
+tag check, after ``decode_pulled`` with its size cap and codecs): one pull decoding for
 both consumers. Where the push consumer consumes an undecodable message as a failure, a
 pull consumer stops in front of it: the good messages before it are returned, and the
 next pull of that queue raises :class:`~producer.errors.UndecodableBodyError` saying
@@ -13,11 +13,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from producer._consume.message import ReceivedMessage, decoded_message
+from producer._consume.message import ReceivedMessage, decode_pulled
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import PullParams, PullResult, PullStatus
 from producer._remoting.message import MessageQueue
-from producer._remoting.properties import TAGS
 from producer._remoting.subscription import Subscription
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._queue_worker import MAX_BODY_BYTES, PULL_RPC_MARGIN_MS
@@ -83,19 +82,20 @@ def _messages(
     codecs: BodyCodecs = DEFAULT_CODECS,
 ) -> tuple[list[ReceivedMessage], int]:
     """The pull's messages and the position after them (before a bad body, if any)."""
-    broker = queue.broker_name
+    pulled = decode_pulled(
+        result.body, queue.broker_name, max_body_bytes=MAX_BODY_BYTES, codecs=codecs
+    )
     messages: list[ReceivedMessage] = []
-    for record in result.records:
+    for message in pulled:
         # The broker filters by tag hash only; the tag itself is checked here, as Java does.
-        if not subscription.matches(record.properties.get(TAGS)):
+        if not subscription.matches(message.tags):
             continue
-        message = decoded_message(record, broker, MAX_BODY_BYTES, codecs)
         bad = message.undecodable
         if bad is not None:
             if messages:  # hand out the good ones; the next pull starts at the bad one
-                return messages, record.queue_offset
+                return messages, message.queue_offset
             raise UndecodableBodyError(
-                message.msg_id, bad.cause, queue=str(queue), offset=record.queue_offset
+                message.msg_id, bad.cause, queue=str(queue), offset=message.queue_offset
             ) from bad.cause
         messages.append(message)
     return messages, result.next_begin_offset

@@ -14,10 +14,9 @@ import os
 import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import TracebackType
+from typing import TypeVar
 
 import anyio
-from anyio.abc import TaskGroup
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
@@ -28,6 +27,7 @@ from producer._consume.decisions import StartFrom, start_from
 from producer._consume.offsets import OffsetTable
 from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.process_queue import ProcessQueue
+from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
@@ -37,29 +37,25 @@ from producer._remoting.request_table import not_supported
 from producer._remoting.retry_topics import retry_topic
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer._remoting.validation import check_group
-from producer._transport import ConnectionPool, Runtime, current_runtime
+from producer._transport import current_runtime
 from producer._transport.base import client_tls
-from producer.consumer._broker_api import BrokerApi
 from producer.consumer._concurrent import ConcurrentConsumption
-from producer.consumer._connect import Identity, open_api
-from producer.consumer._listener import Listener, ListenerCall
-from producer.consumer._offset_stores import (
-    DEFAULT_OFFSET_DIR,
-    BrokerOffsets,
-    LocalOffsets,
-    OffsetStore,
-)
+from producer.consumer._connect import Identity
+from producer.consumer._listener import Listener
+from producer.consumer._offset_stores import DEFAULT_OFFSET_DIR, BrokerOffsets
 from producer.consumer._options import DEFAULT_OPTIONS as _C
 from producer.consumer._options import TUNING, ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
-from producer.consumer._telemetry import ConsumerTelemetry
+from producer.consumer._running import Running, start_running
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 log = logging.getLogger("producer.consumer")
 
+_T = TypeVar("_T")
 
-class PushConsumer:
+
+class PushConsumer(AsyncLifecycle):
     """A push consumer of one group (clustering by default).
 
     ``listener(messages)`` or ``listener(messages, context)`` - plain or ``async`` -
@@ -132,13 +128,7 @@ class PushConsumer:
         self.offsets = OffsetTable()
         self._state = "new"
         self._rebalance_wanted = anyio.Event()
-        self._tg: TaskGroup | None = None
-        self._pool: ConnectionPool | None = None
-        self._api: BrokerApi | None = None
-        self._consumption: ConcurrentConsumption | OrderlyConsumption | None = None
-        self._call: ListenerCall | None = None
-        self._store: OffsetStore | None = None
-        self._clock: Clock | None = None
+        self._running: Running | None = None  # built by start(), kept after aclose()
 
     def __repr__(self) -> str:
         return (
@@ -162,27 +152,15 @@ class PushConsumer:
 
     @property
     def stats(self) -> dict[str, int]:
-        c = self._consumption
+        r = self._running
         return {
-            "consumed": 0 if c is None else c.consumed,
-            "sent_back": 0 if c is None else c.sent_back,
-            "in_flight": 0 if c is None else c.in_flight,
+            "consumed": 0 if r is None else r.consumption.consumed,
+            "sent_back": 0 if r is None else r.consumption.sent_back,
+            "in_flight": 0 if r is None else r.consumption.in_flight,
             "held": sum(len(w.pq) for w in self._workers.values()),
-            "duplicates_dropped": 0 if self._call is None else self._call.duplicates,
+            "duplicates_dropped": 0 if r is None else r.call.duplicates,
             "lag": sum(w.lag() for w in self._workers.values()),
         }
-
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def start(self) -> None:
         if self._state != "new":
@@ -195,32 +173,29 @@ class PushConsumer:
             self._subscriptions.setdefault(
                 retry_topic(self.group), parse_subscription(retry_topic(self.group), "*")
             )
-        runtime = current_runtime()
-        self._clock = self._given_clock or LoopClock(runtime.loop_time)
-        await self._open(runtime)
+        r = self._running = await self._open(self.listener)
         self._state = "running"
         try:
-            assert self._store is not None
-            await self._store.open()  # a damaged local offsets file fails here, loudly
+            await r.store.open()  # a damaged local offsets file fails here, loudly
         except BaseException:
             await self.aclose()
             raise
         for topic in self._subscriptions:
-            self._versions[topic] = self._clock.wall_ms()
-        await self._refresh_routes()
-        assert self._api is not None and self._tg is not None
-        await self._api.heartbeat(self._consumer_data())
-        await self._rebalance()
-        self._tg.start_soon(self._rebalance_loop)
-        self._tg.start_soon(self._every, self.options.heartbeat_interval_ms, self._heartbeat)
-        self._tg.start_soon(self._every, self.options.persist_interval_ms, self._persist)
+            self._versions[topic] = r.clock.wall_ms()
+        await self._refresh_routes(r)
+        await r.api.heartbeat(self._consumer_data())
+        await self._rebalance(r)
+        r.tg.start_soon(self._rebalance_loop, r)
+        r.tg.start_soon(self._every, self.options.heartbeat_interval_ms, self._heartbeat, r)
+        r.tg.start_soon(self._every, self.options.persist_interval_ms, self._persist, r)
         if self._needs_locks:
-            self._tg.start_soon(self._every, self.options.lock_interval_ms, self._lock_all)
-        if isinstance(self._consumption, ConcurrentConsumption):
-            self._tg.start_soon(self._every, self.options.consume_timeout_ms, self._sweep)
+            r.tg.start_soon(self._every, self.options.lock_interval_ms, self._lock_all, r)
+        if isinstance(r.consumption, ConcurrentConsumption):
+            sweep_ms = self.options.consume_timeout_ms
+            r.tg.start_soon(self._every, sweep_ms, self._sweep, r.consumption)
 
-    async def _open(self, runtime: Runtime) -> None:
-        assert self._clock is not None and self.listener is not None
+    async def _open(self, listener: Listener) -> Running:
+        runtime = current_runtime()
         who = Identity(
             self.group,
             self.client_id,
@@ -229,30 +204,17 @@ class PushConsumer:
             self._tls,
             self.options.connect_timeout_ms,
         )
-        self._pool, self._api = await open_api(runtime, who, self._clock, self._rng, self._serve)
-        if self.options.model is MessageModel.BROADCASTING:
-            self._store = LocalOffsets(self._offset_dir, self.client_id, self.group)
-        else:
-            self._store = BrokerOffsets(self._api)
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        kind = OrderlyConsumption if self.options.orderly else ConcurrentConsumption
-        telemetry = ConsumerTelemetry(self.group)
-        telemetry.watch_lag(lambda: [(q, w.lag()) for q, w in self._workers.items()])
-        self._call = ListenerCall(
-            self.listener,
-            self.options.max_concurrency,
-            telemetry=telemetry,
-            clock_ms=self._clock.monotonic_ms,
-            guard=self.options.guard(),
-        )
-        self._consumption = kind(
-            self._call,
-            api=self._api,
-            offsets=self.offsets,
+        return await start_running(
+            runtime,
+            who,
+            self._given_clock or LoopClock(runtime.loop_time),
+            self._rng,
+            self._serve,
             options=self.options,
-            tg=self._tg,
-            now_ms=self._clock.monotonic_ms,
+            listener=listener,
+            offsets=self.offsets,
+            offset_dir=self._offset_dir,
+            lag=lambda: [(q, w.lag()) for q, w in self._workers.items()],
         )
 
     def _serve(self, address: str, request: RemotingCommand) -> RemotingCommand | None:
@@ -272,27 +234,28 @@ class PushConsumer:
         )
 
     # -- background ----------------------------------------------------------------------
+    # Every step below runs while the consumer is started, so each takes its running
+    # state as an argument rather than re-checking an attribute that may be None.
 
-    async def _every(self, interval_ms: float, job: Callable[[], Awaitable[None]]) -> None:
+    async def _every(
+        self, interval_ms: float, job: Callable[[_T], Awaitable[None]], arg: _T
+    ) -> None:
         while True:
             await anyio.sleep(interval_ms / 1000.0)
             try:
-                await job()
+                await job(arg)
             except ProducerError as exc:
                 log.warning("%s: %s failed: %s", self.group, job, exc)
 
-    async def _heartbeat(self) -> None:
-        assert self._api is not None
-        await self._refresh_routes()
-        await self._api.heartbeat(self._consumer_data())
+    async def _heartbeat(self, r: Running) -> None:
+        await self._refresh_routes(r)
+        await r.api.heartbeat(self._consumer_data())
 
-    async def _persist(self, *, final: bool = False) -> None:
-        assert self._store is not None
-        await self._store.persist(self.offsets.to_persist(set(self._workers)), final=final)
+    async def _persist(self, r: Running, *, final: bool = False) -> None:
+        await r.store.persist(self.offsets.to_persist(set(self._workers)), final=final)
 
-    async def _sweep(self) -> None:
-        assert isinstance(self._consumption, ConcurrentConsumption)
-        await self._consumption.sweep_expired([w.pq for w in self._workers.values()])
+    async def _sweep(self, consumption: ConcurrentConsumption) -> None:
+        await consumption.sweep_expired([w.pq for w in self._workers.values()])
 
     @property
     def _needs_locks(self) -> bool:
@@ -304,82 +267,75 @@ class PushConsumer:
             held.setdefault(queue.broker_name, []).append(worker.pq)
         return held
 
-    async def _lock_all(self) -> None:
+    async def _lock_all(self, r: Running) -> None:
         """``lockAll``: renew the lock of every held queue, broker by broker."""
-        assert self._api is not None and self._clock is not None
         for broker, pqs in self._by_broker().items():
             try:
-                await lock_queues(self._api, broker, pqs, self._clock.monotonic_ms())
+                await lock_queues(r.api, broker, pqs, r.clock.monotonic_ms())
             except ProducerError as exc:
                 log.info("%s: locking queues on %s failed: %s", self.group, broker, exc)
 
-    async def _rebalance_loop(self) -> None:
+    async def _rebalance_loop(self, r: Running) -> None:
         while True:
             with anyio.move_on_after(self.options.rebalance_interval_ms / 1000.0):
                 await self._rebalance_wanted.wait()
             self._rebalance_wanted = anyio.Event()
-            await self._refresh_routes()
-            await self._rebalance()
+            await self._refresh_routes(r)
+            await self._rebalance(r)
 
-    async def _refresh_routes(self) -> None:
-        assert self._api is not None
+    async def _refresh_routes(self, r: Running) -> None:
         for topic in self._subscriptions:
             try:
-                await self._api.refresh(topic)
+                await r.api.refresh(topic)
             except ProducerError as exc:
                 log.debug("route of %s: %s", topic, exc)
 
     # -- rebalance -----------------------------------------------------------------------
 
-    async def _rebalance(self) -> None:
+    async def _rebalance(self, r: Running) -> None:
         changed = False
         for topic in list(self._subscriptions):
             try:
-                changed |= await self._rebalance_topic(topic)
+                changed |= await self._rebalance_topic(r, topic)
             except ProducerError as exc:
                 log.info("%s: rebalance of %s skipped: %s", self.group, topic, exc)
         if changed:
-            assert self._api is not None
-            await self._api.heartbeat(self._consumer_data())
+            await r.api.heartbeat(self._consumer_data())
         # Pulls start once the broker knows the new subscription version: Java starts
         # them first, and their first pull is refused (25, not latest) and retried in 3 s.
-        assert self._tg is not None
         starting, self._starting = self._starting, []
         for worker in starting:
             if not worker.pq.dropped:
-                self._tg.start_soon(worker.run)
+                r.tg.start_soon(worker.run)
 
-    async def _rebalance_topic(self, topic: str) -> bool:
-        assert self._api is not None and self._clock is not None
-        queues = self._api.cached(topic)
+    async def _rebalance_topic(self, r: Running, topic: str) -> bool:
+        queues = r.api.cached(topic)
         if queues is None:
             return False
         if self.options.model is MessageModel.BROADCASTING:
             mine = set(queues.queues)
         else:
-            members = await self._api.consumer_ids(topic)
+            members = await r.api.consumer_ids(topic)
             if not members:
                 return False
             mine = set(allocate_averagely(queues.queues, members, self.client_id))
         current = {q for q in self._workers if q.topic == topic}
         for queue in current - mine:
-            await self._give_up(queue)
-        added = [q for q in mine - current if await self._take(q)]
+            await self._give_up(r, queue)
+        added = [q for q in mine - current if await self._take(r, q)]
         now_held = {q for q in self._workers if q.topic == topic}
         if now_held != current:
-            self._versions[topic] = max(self._clock.wall_ms(), self._versions[topic] + 1)
+            self._versions[topic] = max(r.clock.wall_ms(), self._versions[topic] + 1)
         return bool(added) or now_held != current
 
-    async def _take(self, queue: MessageQueue) -> bool:
-        assert self._api is not None and self._tg is not None and self._consumption is not None
-        assert self._clock is not None
+    async def _take(self, r: Running, queue: MessageQueue) -> bool:
         pq = ProcessQueue(queue)
         try:
             if self._needs_locks:  # lock first: the offset is the last owner's final one
-                await lock_queues(self._api, queue.broker_name, [pq], self._clock.monotonic_ms())
+                await lock_queues(r.api, queue.broker_name, [pq], r.clock.monotonic_ms())
                 if not pq.locked:
                     return False  # another member still holds it; the next rebalance retries
-            offset = await self._start_offset(queue)
+            offset = await self._start_offset(r, queue)
         except ProducerError as exc:
             log.info("%s: cannot start %s yet: %s", self.group, queue, exc)
             return False
@@ -389,18 +345,17 @@ class PushConsumer:
             offset,
             subscription=self._subscriptions[queue.topic],
             sub_version=lambda: self._versions[queue.topic],
-            api=self._api,
+            api=r.api,
             offsets=self.offsets,
-            consumption=self._consumption,
+            consumption=r.consumption,
             options=self.options,
         )
         self._workers[queue] = worker
         self._starting.append(worker)
         return True
 
-    async def _start_offset(self, queue: MessageQueue) -> int:
-        assert self._api is not None and self._store is not None
-        stored = await self._store.read(queue)
+    async def _start_offset(self, r: Running, queue: MessageQueue) -> int:
+        stored = await r.store.read(queue)
         where = start_from(stored, self.options.consume_from, queue.topic)
         if where is StartFrom.STORED:
             assert stored is not None
@@ -408,18 +363,17 @@ class PushConsumer:
         if where is StartFrom.ZERO:
             return 0
         if where is StartFrom.MAX_OFFSET:
-            return await self._api.max_offset(queue)
+            return await r.api.max_offset(queue)
         timestamp = self.options.consume_timestamp_ms or 0
-        return await self._api.search_offset(queue, timestamp)
+        return await r.api.search_offset(queue, timestamp)
 
-    async def _give_up(self, queue: MessageQueue) -> None:
+    async def _give_up(self, r: Running, queue: MessageQueue) -> None:
         """Stop pulling ``queue``; persist its offset once (another member takes it next).
 
         Orderly: first let the batch in flight settle (or keep the queue until the next
         rebalance), persist the offset with an answer, then release the broker's lock."""
-        assert self._api is not None and self._consumption is not None
         worker = self._workers[queue]
-        consumption = self._consumption
+        consumption = r.consumption
         orderly = isinstance(consumption, OrderlyConsumption)
         if isinstance(consumption, OrderlyConsumption) and not await consumption.hand_over(
             worker.pq
@@ -431,18 +385,17 @@ class PushConsumer:
         worker.stop()
         offset = self.offsets.remove(queue)
         try:
-            if offset is not None and isinstance(self._store, BrokerOffsets):
-                await self._api.persist(queue, offset, oneway=not orderly)
+            if offset is not None and isinstance(r.store, BrokerOffsets):
+                await r.api.persist(queue, offset, oneway=not orderly)
             if self._needs_locks:
-                await self._api.unlock(queue.broker_name, [queue])
+                await r.api.unlock(queue.broker_name, [queue])
         except ProducerError as exc:
             log.info("%s: hand-over of %s incomplete: %s", self.group, queue, exc)
 
-    async def _unlock_all(self) -> None:
-        assert self._api is not None
+    async def _unlock_all(self, r: Running) -> None:
         for broker, pqs in self._by_broker().items():
             try:
-                await self._api.unlock(broker, [pq.queue for pq in pqs], oneway=False)
+                await r.api.unlock(broker, [pq.queue for pq in pqs], oneway=False)
             except ProducerError as exc:
                 log.info("%s: unlocking queues on %s failed: %s", self.group, broker, exc)
 
@@ -453,26 +406,27 @@ class PushConsumer:
         offsets (waiting for the broker's answer), unregister, close connections."""
         if self._state in ("closing", "closed"):
             return
-        if self._state == "new":
+        r = self._running
+        if r is None:  # never started: state "new"
             self._state = "closed"
             return
         self._state = "closing"
-        assert self._tg is not None and self._pool is not None and self._api is not None
-        assert self._consumption is not None
         for worker in self._workers.values():
             worker.stop()
         timeout_s = self.options.close_timeout_ms / 1000.0
         with anyio.move_on_after(timeout_s, shield=True):
-            await self._consumption.wait_idle()
+            await r.consumption.wait_idle()
         for worker in self._workers.values():
             worker.pq.dropped = True  # anything still running is discarded, not committed
         with anyio.move_on_after(timeout_s, shield=True):
-            await self._persist(final=True)
+            await self._persist(r, final=True)
             if self._needs_locks:
-                await self._unlock_all()
-            await self._api.unregister(self.options.connect_timeout_ms)
-        self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(None, None, None)
-        await self._pool.__aexit__(None, None, None)
+                await self._unlock_all(r)
+            await r.api.unregister(self.options.connect_timeout_ms)
+        r.tg.cancel_scope.cancel()
+        cancelled = await exit_noting_cancel(r.tg)
+        cancelled = await exit_noting_cancel(r.pool) or cancelled
         self._workers.clear()
         self._state = "closed"
+        if cancelled is not None:  # the caller is being cancelled: closed, now say so
+            raise cancelled

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
 from producer._consume.decisions import flow_blocked
-from producer._consume.message import ReceivedMessage, decoded_message
+from producer._consume.message import ReceivedMessage, decode_pulled
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import MessageModel, PullParams, PullStatus
@@ -106,6 +106,12 @@ class QueueWorker:
         )
         try:
             result = await self.api.pull(params, options.suspend_timeout_ms + PULL_RPC_MARGIN_MS)
+            found = decode_pulled(
+                result.body,
+                params.queue.broker_name,
+                max_body_bytes=MAX_BODY_BYTES,
+                codecs=options.body_codecs,
+            )
         except ProducerError as exc:
             log.debug("%s: pull failed (%s); retrying", self.pq.queue, exc)
             await anyio.sleep(options.pull_retry_delay_ms / 1000.0)
@@ -115,7 +121,7 @@ class QueueWorker:
         self.next_offset = result.next_begin_offset
         self.broker_max_offset = result.max_offset
         if result.status is PullStatus.FOUND:
-            self._found(result.records)
+            self._found(found)
         elif result.status is PullStatus.OFFSET_ILLEGAL:
             log.warning("%s: offset moved to %d", self.pq.queue, result.next_begin_offset)
             self.offsets.update(self.pq.queue, result.next_begin_offset, increase_only=False)
@@ -123,17 +129,14 @@ class QueueWorker:
             # correctTagsOffset: nothing held, so skipped (filtered) offsets are consumed
             self.offsets.update(self.pq.queue, result.next_begin_offset, increase_only=True)
 
-    def _found(self, records: list[Any]) -> None:
-        broker = self.pq.queue.broker_name
-        messages = []
-        for record in records:
-            if not self.subscription.matches(record.properties.get("TAGS")):
-                continue
-            message = decoded_message(record, broker, MAX_BODY_BYTES, self.options.body_codecs)
+    def _found(self, messages: list[ReceivedMessage]) -> None:
+        subscription = self.subscription
+        if not subscription.is_all:  # the broker filtered by hash code; this is exact
+            messages = [m for m in messages if subscription.matches(m.tags)]
+        for message in messages:
             if message.undecodable is not None:
                 # Consumed as a failure (retried or dead-lettered), never as the message.
                 log.error("%s: %s", self.pq.queue, message.undecodable)
-            messages.append(message)
         added = self.pq.put(messages)
         if added:
             self.consumption.submit(self.pq, added)

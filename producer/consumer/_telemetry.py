@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from opentelemetry import metrics, propagate, trace
-from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.metrics import CallbackOptions, NoOpMeterProvider, Observation
+from opentelemetry.metrics._internal import _ProxyMeterProvider  # what the API gives without an SDK
 from opentelemetry.trace import (
     INVALID_SPAN,
     Link,
@@ -29,16 +30,24 @@ from opentelemetry.trace import (
 from producer._consume.message import ReceivedMessage
 from producer._remoting.message import MessageQueue
 
-__all__ = ["NO_SPAN", "ConsumerTelemetry", "tracing"]
+__all__ = ["NO_SPAN", "ConsumerTelemetry", "metering", "tracing"]
 
 NO_SPAN = INVALID_SPAN  # what a listener call runs under when nothing traces
 _NOT_TRACING = (ProxyTracerProvider, NoOpTracerProvider)
+
+
+_NOT_METERING = (NoOpMeterProvider, _ProxyMeterProvider)
 
 
 def tracing() -> bool:
     """Whether an OpenTelemetry SDK traces: without one a listener call takes no span
     (a no-op span still costs a context switch-in and -out per call)."""
     return not isinstance(trace.get_tracer_provider(), _NOT_TRACING)
+
+
+def metering() -> bool:
+    """Whether an OpenTelemetry SDK takes metrics: without one a listener call is not timed."""
+    return not isinstance(metrics.get_meter_provider(), _NOT_METERING)
 
 
 _SCOPE = "rocketmq-aio-producer"
@@ -48,6 +57,7 @@ LagSource = Callable[[], Iterable[tuple[MessageQueue, int]]]
 class ConsumerTelemetry:
     def __init__(self, group: str) -> None:
         self.group = group
+        self.tracing = self.metering = False  # as of the last look()
         self._tracer = trace.get_tracer(_SCOPE)
         meter = metrics.get_meter(_SCOPE)
         self._duration = meter.create_histogram(
@@ -73,6 +83,14 @@ class ConsumerTelemetry:
             unit="{message}",
             description="Messages of a queue not yet consumed (broker max offset - offset)",
         )
+
+    def look(self) -> None:
+        """Whether an SDK traces (``self.tracing``) or takes metrics (``self.metering``),
+        asked once per run of listener calls, not per call: the API's answer reads
+        ``os.environ`` while no SDK is installed (1.7 us). An SDK, once installed, stays:
+        OpenTelemetry sets a provider once per process."""
+        self.tracing = self.tracing or tracing()
+        self.metering = self.metering or metering()
 
     def watch_lag(self, source: LagSource) -> None:
         self._lag_sources.append(source)
@@ -120,7 +138,7 @@ class ConsumerTelemetry:
             span.set_status(Status(StatusCode.ERROR, status))
 
     def count(self, topic: str, outcome: str, messages: int) -> None:
-        if messages:
+        if messages and self.metering:  # the API's no-op counter still costs its attributes
             self._messages.add(messages, {"messaging.destination.name": topic, "outcome": outcome})
 
     def sent_back(self, topic: str) -> None:

@@ -11,9 +11,9 @@ import random
 import ssl
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
-from types import TracebackType
 from typing import Any
 
+from producer._lifecycle import AsyncLifecycle
 from producer._remoting.codes import V4_9_4, V5_3_3
 from producer._remoting.delay_levels import (
     DEFAULT_DELAY_LEVELS,
@@ -84,7 +84,7 @@ def _advertised(host: str) -> str:
     return host
 
 
-class DevCluster(ClusterView):
+class DevCluster(ClusterView, AsyncLifecycle):
     """A RocketMQ name server and ``brokers`` brokers speaking the 4.9.4 remoting protocol.
 
     ::
@@ -247,18 +247,6 @@ class DevCluster(ClusterView):
         )
 
     # -- lifecycle -----------------------------------------------------------------------
-
-    async def __aenter__(self) -> DevCluster:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def start(self) -> None:
         try:

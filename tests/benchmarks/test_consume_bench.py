@@ -52,9 +52,11 @@ def test_tiny_memory_run_samples_rss(tmp_path: Path) -> None:
     samples = document["results"]["samples"]
     assert len(samples) == 4
     assert all(s["consumed"] >= n for s, n in zip(samples, (0, 1000, 2000, 3000), strict=True))
-    assert all(s["rss_bytes"] > 0 for s in samples)
+    assert all(s["rss_bytes"] > 0 and s["blocks"] > 0 for s in samples)
+    assert all(s["traced_bytes"] is None for s in samples)  # without --tracemalloc
     assert {t["name"] for t in document["targets"]} == {
         "RSS growth after warm-up",
+        "allocated blocks growth after warm-up",
         "asyncio tasks growth",
     }
 

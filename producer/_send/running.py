@@ -1,0 +1,152 @@
+"""What a started producer runs on: built in one piece by ``start``, never half there.
+
+Before ``start`` none of it exists, and ``start`` either builds all of it or fails; so
+the producer holds one :class:`Running` (or None, before ``start``) where it would
+otherwise hold ten attributes that may each be None.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import anyio
+from anyio.abc import TaskGroup
+
+from latency_fault import Router
+from producer._client.clock import Clock
+from producer._client.remoting import RemotingClient
+from producer._client.routes import RouteTable
+from producer._client.upkeep import Maintenance
+from producer._remoting.acl import RequestSigner
+from producer._remoting.requests import SendRequestFactory
+from producer._send.async_runner import AsyncSendRunner
+from producer._send.async_sends import AsyncSends
+from producer._send.backpressure import InFlightLimiter
+from producer._send.batch_sends import BatchSends
+from producer._send.hooks import HookRunner
+from producer._send.options import ProducerOptions
+from producer._send.planner import Planner
+from producer._send.sender import Sender
+from producer._send.telemetry import Telemetry
+from producer._send.timed import TimerGate
+from producer._send.tracker import SendTracker
+from producer._transport import ConnectionPool, Connector, Runtime
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """The producer's own pieces, made once in its ``__init__``, that the running ones share."""
+
+    group: str
+    client_id: str
+    namesrv_addrs: list[str]
+    options: ProducerOptions
+    factory: SendRequestFactory
+    rng: random.Random
+    router: Router
+    limiter: InFlightLimiter
+    hooks: HookRunner
+    telemetry: Telemetry
+    tracker: SendTracker
+    signer: RequestSigner | None
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A started producer's connections, tasks and send machinery."""
+
+    runtime: Runtime  # its loop is the only one the producer can run on
+    pool: ConnectionPool
+    tg: TaskGroup
+    sender: Sender
+    planner: Planner
+    timer: TimerGate
+    maintenance: Maintenance
+    async_sends: AsyncSends
+    async_runner: AsyncSendRunner
+    batching: BatchSends | None  # None: options.batching is off
+
+
+async def start_running(
+    parts: Parts, runtime: Runtime, connector: Connector, clock: Clock
+) -> Running:
+    """Open the pool, start the upkeep and (with batching) the accumulator."""
+    options = parts.options
+    pool = ConnectionPool(connector, connect_timeout_ms=options.connect_timeout_ms)
+    await pool.__aenter__()
+    outgoing = () if parts.signer is None else (parts.signer,)
+    client = RemotingClient(
+        pool, clock, connect_timeout_ms=options.connect_timeout_ms, outgoing=outgoing
+    )
+    routes = RouteTable(
+        parts.namesrv_addrs, client, clock, parts.rng, auto_create_topic=options.auto_create_topic
+    )
+    sender = Sender(
+        group=parts.group,
+        routes=routes,
+        client=client,
+        router=parts.router,
+        limiter=parts.limiter,
+        hooks=parts.hooks,
+        telemetry=parts.telemetry,
+        clock=clock,
+    )
+    timer = TimerGate(routes, client, clock, options.timer_max_delay_ms)
+    maintenance = _maintenance(parts, routes, client, clock)
+    planner = Planner(options, clock, parts.rng)
+    tg = anyio.create_task_group()
+    await tg.__aenter__()
+    async_sends = AsyncSends(tg, loop=runtime.asyncio_loop)
+    runner = AsyncSendRunner(
+        sender=sender, spawn=async_sends.spawn, limiter=parts.limiter, tracker=parts.tracker
+    )
+    maintenance.start(tg)
+    batching = _batching(parts, sender, planner, clock, async_sends, runner, runtime)
+    if batching is not None and batching.accumulator.needs_task:  # trio; asyncio: callbacks
+        tg.start_soon(batching.accumulator.run)
+    return Running(
+        runtime, pool, tg, sender, planner, timer, maintenance, async_sends, runner, batching
+    )
+
+
+def _maintenance(
+    parts: Parts, routes: RouteTable, client: RemotingClient, clock: Clock
+) -> Maintenance:
+    options = parts.options
+    return Maintenance(
+        group=parts.group,
+        client_id=parts.client_id,
+        routes=routes,
+        client=client,
+        router=parts.router,
+        clock=clock,
+        refresh_interval_ms=options.route_refresh_interval_ms,
+        heartbeat_interval_ms=options.heartbeat_interval_ms,
+        probe_interval_ms=options.probe_interval_ms,
+    )
+
+
+def _batching(
+    parts: Parts,
+    sender: Sender,
+    planner: Planner,
+    clock: Clock,
+    async_sends: AsyncSends,
+    runner: AsyncSendRunner,
+    runtime: Runtime,
+) -> BatchSends | None:
+    if not parts.options.batching:
+        return None
+    return BatchSends(
+        parts.options,
+        sender=sender,
+        factory=parts.factory,
+        planner=planner,
+        limiter=parts.limiter,
+        tracker=parts.tracker,
+        clock=clock,
+        spawn=async_sends.spawn,
+        runner=runner,
+        loop=runtime.asyncio_loop,
+    )
