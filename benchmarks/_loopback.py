@@ -51,12 +51,20 @@ class AnsweringTransport:
         self.writelines([data])
 
 
+def pool_of(producer: Producer) -> Any:
+    """The producer's connection pool (``_running.pool``; ``_pool`` in trees before the
+    running-state object, which an A/B may measure)."""
+    pool = getattr(producer, "_pool", None)
+    if pool is None:
+        pool = producer._running.pool  # type: ignore[union-attr]
+    return pool
+
+
 def short_circuit(producer: Producer) -> list[tuple[Any, Any]]:
     """Answer every connection of ``producer`` in-process; returns what :func:`restore`
     needs to put the real transports back (so that the producer closes cleanly)."""
     loop = asyncio.get_running_loop()
-    pool = producer._pool
-    assert pool is not None
+    pool = pool_of(producer)
     swapped = []
     for connection in pool._connections.values():
         swapped.append((connection, connection._transport))

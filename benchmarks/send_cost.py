@@ -37,6 +37,7 @@ from benchmarks import _loopback
 from benchmarks._blaster import Blaster
 from benchmarks._cluster import ClusterProcess
 from benchmarks._loads import AwaitLoad
+from benchmarks._loopback import pool_of
 from producer import Message, Producer
 
 TOPIC = "BenchTopic"
@@ -130,8 +131,7 @@ def counting_loop(kind: str) -> asyncio.AbstractEventLoop:
 
 
 def _flushes(producer: Producer) -> int:
-    pool = producer._pool
-    assert pool is not None
+    pool = pool_of(producer)
     return sum(c.stats.flushes for c in pool._connections.values())
 
 
