@@ -45,8 +45,8 @@ def throughput(doc: dict[str, Any]) -> list[str]:
         _origin(doc),
         "",
         "| mode | side | msg/s | / blaster | p50 / p99 ms | client CPU | client us/msg "
-        "| broker CPU |",
-        "|---|---|--:|--:|--:|--:|--:|--:|",
+        "| CPU / blaster | broker CPU |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for name, r in doc["results"]["modes"].items():
         for side, label in _SIDES:
@@ -57,6 +57,7 @@ def throughput(doc: dict[str, Any]) -> list[str]:
                 f"| {_f(r.get(f'{side}_ratio', 1.0), 3)} "
                 f"| {_f(r[f'{side}_p50_ms'], 3)} / {_f(r[f'{side}_p99_ms'], 3)} "
                 f"| {_f(r[f'{side}_client_cpu'], 2)} | {_f(r[f'{side}_cpu_us_per_msg'], 1)} "
+                f"| {_f(r.get(f'{side}_cpu_ratio', 1.0), 2)} "
                 f"| {_f(r[f'{side}_server_cpu'], 2)} |"
             )
     return lines + _targets(doc)

@@ -2,6 +2,8 @@
 
 A group of one is an ordinary send. A larger group is one SEND_BATCH_MESSAGE run through
 the same :class:`Sender` as any send (S1-S11 hold for the batch, so for every member),
+its first attempt a loop future with a callback where an async send's is (no task: see
+:mod:`producer._send.async_runner`), the rest of it a task;
 whose outcome is handed to each member: its own result (its ``msg_id``, its
 ``offset_msg_id``, ``queue_offset = base + i``, the batch's attempts) or its own error
 instance. A batch refused for a reason that may belong to one message (13
@@ -12,6 +14,7 @@ message never fails its neighbours.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -23,12 +26,13 @@ from producer._remoting.message import Message, MessageQueue
 from producer._remoting.message_codec import COMPRESSED_FLAG
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._remoting.retry_topics import SYSTEM_PREFIXES
+from producer._send.async_runner import AsyncSendRunner
 from producer._send.async_sends import Spawn
 from producer._send.backpressure import InFlightLimiter
 from producer._send.batching import Accumulator, GroupKey, Member
 from producer._send.future import SendFuture, closed_error, settle
 from producer._send.options import ProducerOptions
-from producer._send.plan import SendMode
+from producer._send.plan import Finish, Retry, SendMode, SendPlan
 from producer._send.planner import Planner
 from producer._send.result import SendResult
 from producer._send.sender import Sender, SendJob
@@ -82,6 +86,7 @@ class BatchSends:
         "_limiter",
         "_loop",
         "_planner",
+        "_runner",
         "_sender",
         "_spawn",
         "_tracker",
@@ -99,9 +104,11 @@ class BatchSends:
         tracker: SendTracker,
         clock: Clock,
         spawn: Spawn,
+        runner: AsyncSendRunner,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self._sender = sender
+        self._runner = runner  # a group of one runs as an async send does
         self._factory = factory
         self._planner = planner
         self._limiter = limiter
@@ -114,6 +121,7 @@ class BatchSends:
             max_messages=options.batch_max_messages,
             max_bytes=options.batch_max_bytes,
             linger_ms=options.batch_linger_ms,
+            loop=loop,
         )
 
     # -- joining --------------------------------------------------------------------------
@@ -152,7 +160,9 @@ class BatchSends:
         message: Message,
         future: SendFuture | None,  # None: a sync caller's, made once it has joined
     ) -> Member | None:
-        group = self.accumulator.group_for(key)
+        # Other sends in flight: more are coming (their answers wake their callers), so
+        # even the turn's first send joins; with none, it is a lone send and goes alone.
+        group = self.accumulator.group_for(key, busy=self._limiter.in_flight > 0)
         if group is None or not self._limiter.try_acquire(len(prepared.body)):
             return None
         if future is None:
@@ -183,7 +193,7 @@ class BatchSends:
         """Send a flushed group: alone, or as batches routed per message, one per broker
         its messages are dealt to (so healthy brokers stay round-robin per message)."""
         if len(members) == 1:
-            self._spawn(self._alone, key, members[0], (), if_never_ran=self._never_ran(members))
+            self._start_alone(key, members[0], None)
             return
         parts: list[tuple[MessageQueue | None, int]] = [(None, len(members))]
         parts = list(self._sender.spread(key.topic, len(members)) or parts)
@@ -191,37 +201,50 @@ class BatchSends:
         for queue, count in parts:
             part = members[start : start + count]
             start += count
-            self._spawn(self._batch, key, part, queue, if_never_ran=self._never_ran(part))
+            if len(part) == 1:  # the same frame as without batching
+                self._start_alone(key, part[0], queue)
+            else:
+                self._start_batch(key, part, queue)
 
-    def _never_ran(self, members: list[Member]) -> Callable[[], None]:
+    def _never_ran(self, members: list[Member], plan: SendPlan | None = None) -> Callable[[], None]:
+        """What a task cancelled before it ran owes its members (``plan``: the batch's, if
+        an attempt was made: then the fate is unknown)."""
+
         def fail() -> None:
-            self._fail([m for m in members if not m.future.done()], _never_started())
+            error = _never_started() if plan is None else closed_error(plan)
+            self._fail([m for m in members if not m.future.done()], error)
 
         return fail
 
-    async def _alone(
-        self,
-        key: GroupKey,
-        member: Member,
-        before: tuple[AttemptRecord, ...],
-        queue: MessageQueue | None = None,
-    ) -> None:
-        """One member as an ordinary send (``before``: the batch attempts it was in)."""
+    def _start_alone(self, key: GroupKey, member: Member, queue: MessageQueue | None) -> None:
+        """A group (or part) of one: an ordinary send, run as an async send is (task-less
+        when it can be); its slot and ticket are the member's."""
         plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=member.deadline_ms)
-        job = SendJob(member.prepared, member.message, holds_slot=True, first_queue=queue)
+        job = SendJob(
+            member.prepared,
+            member.message,
+            holds_slot=True,
+            ticket=member.ticket,
+            first_queue=queue,
+        )
+        self._runner.start(job, plan, member.future)
+
+    async def _alone(
+        self, key: GroupKey, member: Member, before: tuple[AttemptRecord, ...]
+    ) -> None:
+        """A member of a refused batch re-sent alone (``before``: the batch's attempts)."""
+        plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=member.deadline_ms)
+        job = SendJob(member.prepared, member.message, holds_slot=True)
         try:
             await settle(member.future, plan, self._sender.run(job, plan), before)
         finally:
             self._tracker.end(member.ticket)
 
-    async def _batch(
+    def _start_batch(
         self, key: GroupKey, members: list[Member], queue: MessageQueue | None
     ) -> None:
-        """``members`` as one SEND_BATCH_MESSAGE (first to ``queue`` when given); a part of
-        one member is sent as an ordinary send, the same frame as without batching."""
-        if len(members) == 1:
-            await self._alone(key, members[0], (), queue)
-            return
+        """``members`` as one SEND_BATCH_MESSAGE (first to ``queue`` when given), encoded
+        in one pass; its first attempt task-less when the sender can."""
         messages = tuple(m.message for m in members)
         deadline = min(m.deadline_ms for m in members)
         plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=deadline)
@@ -231,13 +254,53 @@ class BatchSends:
             self._resend_alone(key, members, ())
             return
         job = SendJob(prepared, messages[0], members=messages, first_queue=queue)
+        settled = functools.partial(self._batch_settled, key, members, job, plan)
+        if not self._sender.start_direct(job, plan, settled):
+            self._batch_task(key, members, job, plan, None)
+
+    def _batch_task(
+        self,
+        key: GroupKey,
+        members: list[Member],
+        job: SendJob,
+        plan: SendPlan,
+        retry: Retry | None,
+    ) -> None:
+        never_ran = self._never_ran(members, None if retry is None else plan)
+        self._spawn(self._batch, key, members, job, plan, retry, if_never_ran=never_ran)
+
+    def _batch_settled(
+        self,
+        key: GroupKey,
+        members: list[Member],
+        job: SendJob,
+        plan: SendPlan,
+        decision: Finish | Retry,
+    ) -> None:
+        """A task-less first attempt is over: deliver, or go on in a task."""
+        if isinstance(decision, Retry):
+            self._batch_task(key, members, job, plan, decision)
+        elif decision.error is not None:
+            self._batch_failed(key, members, plan, decision.error)
+        else:
+            assert decision.result is not None
+            self._deliver(members, decision.result)
+
+    async def _batch(
+        self,
+        key: GroupKey,
+        members: list[Member],
+        job: SendJob,
+        plan: SendPlan,
+        retry: Retry | None,
+    ) -> None:
+        """The batch as a task: all of it, or (``retry``) what its first attempt left."""
+        sender = self._sender
+        sending = sender.run(job, plan) if retry is None else sender.resume(job, plan, retry)
         try:
-            result = await self._sender.run(job, plan)
+            result = await sending
         except ProducerError as exc:
-            if exc.code in _RESENT_ALONE:
-                self._resend_alone(key, members, tuple(plan.attempts))
-            else:
-                self._fail(members, exc)
+            self._batch_failed(key, members, plan, exc)
         except anyio.get_cancelled_exc_class():
             self._fail(members, closed_error(plan))
             raise
@@ -246,10 +309,25 @@ class BatchSends:
             self._fail(members, ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
         else:
             assert result is not None
-            shares = member_results(result, [m.prepared.msg_id for m in members])
-            for member, share in zip(members, shares, strict=True):
-                self._release(member)
-                member.future.set_result(share)
+            self._deliver(members, result)
+
+    def _batch_failed(
+        self, key: GroupKey, members: list[Member], plan: SendPlan, error: ProducerError
+    ) -> None:
+        if error.code in _RESENT_ALONE:
+            self._resend_alone(key, members, tuple(plan.attempts))
+        else:
+            self._fail(members, error)
+
+    def _deliver(self, members: list[Member], result: SendResult) -> None:
+        """Each member's share of the batch's result, its slot freed and its caller woken,
+        in one pass."""
+        shares = member_results(result, [m.prepared.msg_id for m in members])
+        release, end = self._limiter.release, self._tracker.end
+        for member, share in zip(members, shares, strict=True):
+            release(member.size)
+            end(member.ticket)
+            member.future.set_result(share)
 
     def _resend_alone(
         self, key: GroupKey, members: list[Member], before: tuple[AttemptRecord, ...]

@@ -1,10 +1,20 @@
 """Transparent batching: concurrent sends to one topic leave as one SEND_BATCH_MESSAGE.
 
-The first send to a topic in a turn of the event loop goes out at once and alone, exactly
-as without batching, so a caller sending one message at a time waits no longer. That send
-opens the topic's *turn*: sends to the same topic made before the flusher runs (the rest
-of this loop turn, or ``batch_linger_ms``) join a pending group, and the flusher hands
-each group on, split by the caps on count and bytes - a group of one is sent alone.
+The first send to a topic in a turn of the event loop opens the topic's *turn*: sends to
+the same topic made before the flusher runs (the rest of this loop turn, or
+``batch_linger_ms``) join a pending group, and the flusher hands each group on, split by
+the caps on count and bytes - a group of one is sent alone. When no other send is in
+flight, that first send goes out at once and alone, exactly as without batching, so a
+caller sending one message at a time waits no longer; when others are, it joins too
+(more sends are coming: the answers of those wake their callers), so at 4-16 in flight
+no send of a turn pays for a request of its own.
+
+On asyncio the flusher is one ``call_soon`` (``call_later`` with a linger) per turn that
+opened a group, no task: it runs before anything the turn's I/O wakes, so a caller
+sending one message at a time, whose next send follows its answer, always finds the
+turn closed and never joins a group of one (a task's wake-up took two or three turns,
+and half such sends joined one, at a task, a future and three callbacks more each).
+Under trio it is a task woken by an event.
 
 Members of one group share what one batch can carry for all: topic, mode (sync / async),
 budget and ``wait_store_msg_ok``. Members made in the same turn with the same budget have
@@ -14,6 +24,7 @@ member's) takes nothing from any of them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
@@ -63,29 +74,66 @@ Launch = Callable[[GroupKey, list[Member]], None]
 class Accumulator:
     """The pending groups, and the flusher that hands them to ``launch`` once per turn."""
 
-    __slots__ = ("_groups", "_launch", "_linger_s", "_max_bytes", "_max_messages", "_wake")
+    __slots__ = (
+        "_groups",
+        "_handle",
+        "_launch",
+        "_linger_s",
+        "_loop",
+        "_max_bytes",
+        "_max_messages",
+        "_wake",
+    )
 
     def __init__(
-        self, launch: Launch, *, max_messages: int, max_bytes: int, linger_ms: float
+        self,
+        launch: Launch,
+        *,
+        max_messages: int,
+        max_bytes: int,
+        linger_ms: float,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
+        """``loop``: the producer's asyncio loop (flushes are its callbacks), or ``None``
+        (trio: :meth:`run` is the flusher task)."""
         self._launch = launch
         self._max_messages = max_messages
         self._max_bytes = max_bytes
         self._linger_s = linger_ms / 1000.0
         self._groups: dict[GroupKey, list[Member]] = {}
+        self._loop = loop
+        self._handle: asyncio.Handle | None = None  # the turn's flush, once scheduled
         self._wake = anyio.Event()
 
-    def group_for(self, key: GroupKey) -> list[Member] | None:
-        """The open group of ``key`` to join; ``None`` when its turn was not open: now it
-        is, and the caller sends alone."""
+    @property
+    def needs_task(self) -> bool:
+        """Whether :meth:`run` must run as a task (not on asyncio)."""
+        return self._loop is None
+
+    def group_for(self, key: GroupKey, *, busy: bool = False) -> list[Member] | None:
+        """The open group of ``key`` to join; ``None`` when its turn was not open and the
+        producer is not ``busy`` (no other send in flight): now it is, and the caller,
+        a lone send, goes alone."""
         group = self._groups.get(key)
         if group is None:
-            self._groups[key] = []
-            self._wake.set()
+            self._groups[key] = group = []
+            self._schedule()
+            if not busy:
+                return None
         return group
 
+    def _schedule(self) -> None:
+        loop = self._loop
+        if loop is None:
+            self._wake.set()
+        elif self._handle is None:  # one flush per turn, whatever the groups opened in it
+            linger = self._linger_s
+            self._handle = (
+                loop.call_later(linger, self.flush) if linger else loop.call_soon(self.flush)
+            )
+
     async def run(self) -> None:
-        """The flusher: each wake-up waits out the turn (or the linger), then flushes."""
+        """The flusher task (trio): each wake-up waits out the turn (or the linger)."""
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
@@ -93,6 +141,7 @@ class Accumulator:
             self.flush()
 
     def flush(self) -> None:
+        self._handle = None
         groups, self._groups = self._groups, {}
         for key, members in groups.items():
             for chunk in self._chunks(members):
@@ -102,6 +151,9 @@ class Accumulator:
 
     def take_pending(self) -> list[Member]:
         """Every member not sent yet, removed (the producer is closing)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
         groups, self._groups = self._groups, {}
         return [m for members in groups.values() for m in members if not m.cancelled]
 

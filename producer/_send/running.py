@@ -102,8 +102,8 @@ async def start_running(
         sender=sender, spawn=async_sends.spawn, limiter=parts.limiter, tracker=parts.tracker
     )
     maintenance.start(tg)
-    batching = _batching(parts, sender, planner, clock, async_sends, runtime)
-    if batching is not None:
+    batching = _batching(parts, sender, planner, clock, async_sends, runner, runtime)
+    if batching is not None and batching.accumulator.needs_task:  # trio; asyncio: callbacks
         tg.start_soon(batching.accumulator.run)
     return Running(
         runtime, pool, tg, sender, planner, timer, maintenance, async_sends, runner, batching
@@ -133,6 +133,7 @@ def _batching(
     planner: Planner,
     clock: Clock,
     async_sends: AsyncSends,
+    runner: AsyncSendRunner,
     runtime: Runtime,
 ) -> BatchSends | None:
     if not parts.options.batching:
@@ -146,5 +147,6 @@ def _batching(
         tracker=parts.tracker,
         clock=clock,
         spawn=async_sends.spawn,
+        runner=runner,
         loop=runtime.asyncio_loop,
     )

@@ -194,7 +194,7 @@ class Sender:
         step = plan.next_attempt(now)
         if route is None or not isinstance(step, Dispatch):
             return False
-        queue = self._select(job, plan, route, now)
+        queue = job.first_queue or self._select(job, plan, route, now)  # a batch's is dealt
         addr = _master_addr(route, queue)
         request = build_send_request(job.prepared, queue, self.clock.wall_ms())
         waiter = self.client.start(addr, request, step.timeout_ms) if addr else None

@@ -26,11 +26,13 @@ def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
             assert row[f"{side}_msgs_per_s"] > 0
             assert row[f"{side}_cpu_us_per_msg"] > 0
         assert row["sdk_ratio"] > 0 and row["sdk_unbatched_ratio"] > 0
+        assert row["sdk_cpu_ratio"] > 0 and row["sdk_unbatched_cpu_ratio"] > 0
         assert row["sdk_server_cpu"] is not None  # the sink's /proc/<pid>/stat was read
     single = document["results"]["single_inflight"]
     assert single["raw_p50_ms"] > 0 and single["sdk_p50_ms"] > 0
     names = {t["name"] for t in document["targets"]}
     assert "single-in-flight p50 vs raw round trip" in names
+    assert "await x1 client CPU/msg vs blaster, batching on" in names
     assert set(document["plots"]) == {"throughput.png", "latency.png"}
     json.dumps(document)  # plain JSON all the way down
     # python -m benchmarks.report turns it into the README's Markdown
