@@ -25,16 +25,14 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import logging
-import ssl as ssl_module
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 
 from producer._client.keywords import same_parameters
 from producer._consume.message import ReceivedMessage
 from producer._producer import Producer as AsyncProducer
-from producer._remoting.acl import Credentials
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.transaction import TransactionState
@@ -44,7 +42,6 @@ from producer._transactions.producer import TransactionProducer as AsyncTransact
 from producer._transactions.producer import TransactionResult
 from producer._transport.loop_thread import ClosesOnExit, LoopThread
 from producer.consumer import PullConsumer as AsyncPullConsumer
-from producer.consumer._pull_consumer import MAX_PULL_MESSAGES, OffsetReset
 from producer.errors import ProducerClosedError, ProducerError
 
 __all__ = ["Producer", "PullConsumer", "TransactionProducer"]
@@ -268,30 +265,10 @@ class PullConsumer(_OnLoopThread):
     It takes the async consumer's options; :meth:`submit` runs any coroutine function of
     the async consumer on its loop."""
 
-    def __init__(
-        self,
-        group: str,
-        namesrv: str | Sequence[str],
-        *,
-        auto_offset_reset: OffsetReset = "latest",
-        offset_out_of_range: Literal["reset", "raise"] = "reset",
-        max_pull_messages: int = MAX_PULL_MESSAGES,
-        request_timeout_ms: float = 5000.0,
-        credentials: Credentials | None = None,
-        ssl: bool | ssl_module.SSLContext | None = None,
-        connect_timeout_ms: float = 3000.0,
-    ) -> None:
-        self._consumer = AsyncPullConsumer(
-            group,
-            list(_addrs(namesrv)),
-            auto_offset_reset=auto_offset_reset,
-            offset_out_of_range=offset_out_of_range,
-            max_pull_messages=max_pull_messages,
-            request_timeout_ms=request_timeout_ms,
-            credentials=credentials,
-            ssl=ssl,
-            connect_timeout_ms=connect_timeout_ms,
-        )
+    @same_parameters(AsyncPullConsumer.__init__)
+    def __init__(self, group: str, namesrv: str | list[str], **options: Any) -> None:
+        # The async consumer's parameters, one for one (each option written once, there).
+        self._consumer = AsyncPullConsumer(group, namesrv, **options)
         self._thread = LoopThread(f"rocketmq-pull-{group}")
         try:
             self._call(self._consumer.start())
@@ -347,7 +324,3 @@ class PullConsumer(_OnLoopThread):
 
     def __repr__(self) -> str:
         return f"blocking.{self._consumer!r}"
-
-
-def _addrs(namesrv: str | Sequence[str]) -> Sequence[str]:
-    return [namesrv] if isinstance(namesrv, str) else namesrv
