@@ -92,10 +92,14 @@ class ConcurrentConsumption(Consumption):
 
     def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
         size = self.options.consume_batch_size
-        good = [m for m in messages if m.undecodable is None]
-        batches = [good[start : start + size] for start in range(0, len(good), size)]
-        # alone: an undecodable message's failure must not drag its neighbours along
-        batches += [[m] for m in messages if m.undecodable is not None]
+        good: list[ReceivedMessage] = []
+        batches: list[list[ReceivedMessage]] = []
+        for message in messages:  # one pass; the undecodable go alone, so that their
+            if message.undecodable is None:  # failure drags no neighbour along
+                good.append(message)
+            else:
+                batches.append([message])
+        batches += [good[start : start + size] for start in range(0, len(good), size)]
         for batch in batches:
             self._tasks.enter()
             self._pending.append((pq, batch))
