@@ -419,9 +419,12 @@ class Producer(AsyncLifecycle):
             keyed=job.order_key is not None,
             certain_retries_only=certain_retries_only,
         )
+        sender = running.sender
+        # An awaited send's first attempt runs in this coroutine when it can (run_direct)
+        run = sender.run_direct if mode is SendMode.SYNC else sender.run
         ticket = self._tracker.begin()
         try:
-            return await running.sender.run(job, plan)
+            return await run(job, plan)
         finally:
             self._tracker.end(ticket)
 

@@ -43,6 +43,8 @@ class Waiter(Protocol):
 
     def done(self) -> bool: ...
 
+    def cancelled(self) -> bool: ...
+
     def set_result(self, result: RemotingCommand | None, /) -> None: ...
 
     def set_exception(self, exception: BaseException, /) -> None: ...
@@ -221,6 +223,9 @@ class InFlight:
         oneways: list[Entry] = []
         for entry in self._queue:
             if entry.state is EntryState.QUEUED:
+                if entry.waiter.cancelled():  # its caller gave up before it was written
+                    self.discard(entry)
+                    continue
                 entry.state = EntryState.WRITTEN
                 buffers += entry.frame
                 count += 1

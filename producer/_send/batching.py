@@ -3,9 +3,10 @@
 The first send to a topic in a turn of the event loop opens the topic's *turn*: sends to
 the same topic made before the flusher runs (the rest of this loop turn, or
 ``batch_linger_ms``) join a pending group, and the flusher hands each group on, split by
-the caps on count and bytes - a group of one is sent alone. When no other send is in
-flight, that first send goes out at once and alone, exactly as without batching, so a
-caller sending one message at a time waits no longer; when others are, it joins too
+the caps on count and bytes - a group of one is sent alone. A send made when no other
+is in flight goes out at once and alone, exactly as without batching, and opens no turn
+(so a caller sending one message at a time waits no longer and pays nothing for
+batching); a send made while others are in flight opens the turn or joins it
 (more sends are coming: the answers of those wake their callers), so at 4-16 in flight
 no send of a turn pays for a request of its own.
 
@@ -111,15 +112,16 @@ class Accumulator:
         return self._loop is None
 
     def group_for(self, key: GroupKey, *, busy: bool = False) -> list[Member] | None:
-        """The open group of ``key`` to join; ``None`` when its turn was not open and the
-        producer is not ``busy`` (no other send in flight): now it is, and the caller,
-        a lone send, goes alone."""
+        """The group of ``key`` to join, opening this turn's if needed; ``None`` when the
+        producer is not ``busy`` (no other send in flight) and no group is open: the
+        caller is a lone send and goes alone, opening nothing (it holds a slot now, so
+        the next send of this turn is busy and opens the group)."""
         group = self._groups.get(key)
         if group is None:
+            if not busy:
+                return None  # a lone send opens no turn: the next one (busy) will
             self._groups[key] = group = []
             self._schedule()
-            if not busy:
-                return None
         return group
 
     def _schedule(self) -> None:

@@ -178,29 +178,82 @@ class Sender:
             raise step.error
         return step.result
 
-    # -- an async send's first attempt without a task (asyncio) -------------------------
+    # -- a first attempt as a bare loop future (asyncio) ---------------------------------
 
-    def start_direct(
-        self, job: SendJob, plan: SendPlan, settled: Callable[[Finish | Retry], None]
-    ) -> bool:
-        """Start an async send's first attempt as a loop future with a callback, no task:
-        when no hook or OpenTelemetry SDK needs the attempt, its route is cached and a
-        connection is open. ``settled`` gets the :class:`Finish`, or the :class:`Retry`
-        that :meth:`resume` carries on in a task. ``False``: nothing was started."""
-        now = self.clock.monotonic_ms()
+    def _start_first(
+        self, job: SendJob, plan: SendPlan, now: float
+    ) -> tuple[asyncio.Future[RemotingCommand | None], MessageQueue] | None:
+        """The first attempt written as a loop future on an open connection, and its
+        queue; ``None`` (nothing done) when a hook or OpenTelemetry SDK needs the attempt,
+        the route is not cached, no connection is open, or the backend makes no futures."""
         if self.hooks.active or self.telemetry.enabled(now):
-            return False
+            return None
         route = self.routes.cached(job.prepared.topic)
         step = plan.next_attempt(now)
         if route is None or not isinstance(step, Dispatch):
-            return False
+            return None
         queue = job.first_queue or self._select(job, plan, route, now)  # a batch's is dealt
         addr = _master_addr(route, queue)
         request = build_send_request(job.prepared, queue, self.clock.wall_ms())
         waiter = self.client.start(addr, request, step.timeout_ms) if addr else None
         if waiter is None:
-            return False
+            return None
         self.router.on_dispatch(queue.broker_name, int(now))
+        return waiter, queue
+
+    async def run_direct(self, job: SendJob, plan: SendPlan) -> SendResult | None:
+        """:meth:`run` for a caller awaiting one message (not oneway, not a batch): the
+        first attempt awaits its connection's future in the caller's own coroutine (no
+        coroutine chain, one loop future); anything else, and every retry, is
+        :meth:`run`'s. The rules are the same: the same decision (:meth:`_decide`)."""
+        size = len(job.prepared.body)
+        if job.holds_slot or not self.limiter.try_acquire(size):
+            return await self.run(job, plan)
+        held = msgspec.structs.replace(job, holds_slot=True)  # run() frees a held slot
+        start = self.clock.monotonic_ms()
+        try:
+            started = self._start_first(job, plan, start)
+        except BaseException:
+            self.limiter.release(size)
+            raise
+        if started is None:
+            return await self.run(held, plan)
+        waiter, queue = started
+        try:
+            response = await waiter
+            assert response is not None
+            answer = parse_send_response(response)
+        except ProducerError as exc:
+            decision = self._decide(job, plan, queue, start, None, exc)[0]
+        except BaseException:  # cancelled: the attempt is over without an outcome
+            waiter.cancel()  # if still queued, never written (the connection skips it)
+            self._cancelled(plan, queue, start)
+            self.limiter.release(size)
+            raise
+        else:
+            decision = self._decide(job, plan, queue, start, answer, None)[0]
+        if isinstance(decision, Retry):
+            return await self.resume(held, plan, decision)
+        self.limiter.release(size)
+        error = decision.error
+        if error is not None:
+            if error.msg_id is None:  # the UNIQ_KEY it went out under, to resend with
+                error.msg_id = job.prepared.msg_id
+            raise error
+        return decision.result
+
+    def start_direct(
+        self, job: SendJob, plan: SendPlan, settled: Callable[[Finish | Retry], None]
+    ) -> bool:
+        """Start an async send's first attempt as a loop future with a callback, no task
+        (see :meth:`_start_first`). ``settled`` gets the :class:`Finish`, or the
+        :class:`Retry` that :meth:`resume` carries on in a task. ``False``: nothing was
+        started."""
+        now = self.clock.monotonic_ms()
+        started = self._start_first(job, plan, now)
+        if started is None:
+            return False
+        waiter, queue = started
         answered = functools.partial(self._direct_answered, job, plan, queue, now, settled)
         waiter.add_done_callback(answered)
         return True

@@ -56,6 +56,9 @@ class _Waiter:
     def done(self) -> bool:
         return self._done
 
+    def cancelled(self) -> bool:
+        return False  # its caller discards the entry instead (AnyioConnection.request)
+
     def set_result(self, result: RemotingCommand | None, /) -> None:
         self._done, self._result = True, result
         self._event.set()

@@ -56,6 +56,7 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._paused = False
         self._flush_handle: asyncio.Handle | None = None
+        self._turn_written = False  # a frame went out at once since the last read / flush
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = math.inf
         self._lost: asyncio.Future[None] = loop.create_future()
@@ -122,13 +123,21 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         if deadline < self._timer_when:
             self._arm(deadline)
         if self._flush_handle is None and not self._paused:
-            # The turn's first frame leaves at once (a lone request waits no extra loop
-            # turn); the flush scheduled behind it gathers the rest of this turn's frames.
-            self._flush()
-            self._flush_handle = self._loop.call_soon(self._flush)
+            if self._turn_written:
+                # Another frame this turn: a flush behind it gathers the turn's rest.
+                self._flush_handle = self._loop.call_soon(self._flush)
+            else:
+                # The turn's first frame leaves at once, and no callback follows it: a
+                # lone request costs one loop turn, as a raw socket's does.
+                self._turn_written = True
+                self._write_queued()
 
     def _flush(self) -> None:
         self._flush_handle = None
+        self._turn_written = False
+        self._write_queued()
+
+    def _write_queued(self) -> None:
         if self._paused or self.is_closed or self._transport is None:
             return
         frames, oneways = self._inflight.take_frames()
@@ -173,6 +182,7 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.is_closed:
             return  # closing locally: nobody waits for these any more
+        self._turn_written = False  # a read starts a new turn of the loop
         try:
             if self._inflight.data_received(data):
                 self._queued(math.inf)  # answers to the peer's requests

@@ -26,9 +26,16 @@ class Slot:
     def __init__(self) -> None:
         self.outcome: object = None
         self.resolved = False
+        self.gave_up = False
 
     def done(self) -> bool:
         return self.resolved
+
+    def cancelled(self) -> bool:
+        return self.gave_up
+
+    def cancel(self) -> None:
+        self.resolved = self.gave_up = True
 
     def set_result(self, result: RemotingCommand | None, /) -> None:
         assert not self.resolved
@@ -66,6 +73,19 @@ def test_frames_are_taken_once_in_order_and_marked_written() -> None:
     assert oneways == []
     assert inflight.take_frames() == ([], [])
     assert inflight.stats.flushes == 1 and inflight.stats.frames_written == 2
+
+
+def test_a_request_whose_waiter_was_cancelled_before_its_write_is_never_written() -> None:
+    # A caller awaiting the connection's future directly (Sender.run_direct) cancels it
+    # when it gives up; the table has no other word of it.
+    inflight = table()
+    gave_up, dropped = add(inflight)
+    _, kept = add(inflight)
+    gave_up.cancel()
+    frames, _ = inflight.take_frames()
+    assert [c.opaque for c in FrameDecoder().feed(b"".join(frames))] == [kept.opaque]
+    assert dropped.opaque not in inflight and len(inflight) == 1
+    assert inflight.stats.frames_written == 1
 
 
 def test_response_resolves_only_a_written_request() -> None:
