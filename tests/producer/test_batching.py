@@ -7,6 +7,7 @@ import contextlib
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from producer import AttemptOutcome, Message, Producer, SendFuture, SendResult
@@ -18,6 +19,8 @@ pytestmark = pytest.mark.anyio
 
 BROKERS = ("broker-a", "broker-b", "broker-c")
 SOLO = "Solo"  # a topic on broker-a alone: a group of sends to it is one batch
+HELD = "Held"  # a topic on broker-b alone, whose answers a fault can hold back
+HELD_MS = 500  # how long broker-b holds an answer back: far longer than one loop turn
 
 
 def requests_served(cluster: DevClusterThread) -> int:
@@ -74,6 +77,38 @@ async def test_concurrent_sends_leave_as_batches_each_with_its_own_result(
         assert message.queue_offset == result.queue_offset
         assert message.offset_msg_id == result.offset_msg_id
         assert "," not in result.msg_id
+
+
+@pytest.mark.timeout(30)
+async def test_a_turns_first_send_joins_its_group_while_another_send_is_in_flight(
+    cluster: DevClusterThread,
+) -> None:
+    # One send held in flight (broker-b answers it only after HELD_MS), then a later loop
+    # turn: the first send of that turn joins the group its turn's other sends join, and
+    # all five leave as one SEND_BATCH_MESSAGE. (The other half of the rule, a send with
+    # nothing else in flight goes at once and alone, is the first message of
+    # test_a_batch_with_one_illegal_message_stores_all_the_others: its one attempt shows
+    # it was not in the refused batch.)
+    cluster.add_topic(SOLO, 4, brokers=["broker-a"])
+    cluster.add_topic(HELD, 4, brokers=["broker-b"])
+    async with make_producer(cluster) as p:
+        await p.send(Message(SOLO, b"warm-up"))  # routes and connections in place
+        await p.send(Message(HELD, b"warm-up"))
+        cluster.set_fault("broker-b", FaultSpec(latency_ms=HELD_MS))
+        held = p.send_async(Message(HELD, b"held"))
+        await anyio.lowlevel.checkpoint()  # the turn ends: the next sends open a new one
+        assert p.in_flight == 1 and not held.done(), "the held send is not in flight"
+        before = cluster.broker_status("broker-a")["requests"]
+        futures = [p.send_async(Message(SOLO, b"j%d" % i)) for i in range(5)]
+        results = [await f for f in futures]
+        served = cluster.broker_status("broker-a")["requests"] - before
+        cluster.clear_fault("broker-b")  # the close's own requests answered at once
+        assert isinstance(await held, SendResult)
+    assert served == 1, f"5 sends of one turn took {served} requests: the first went alone"
+    assert len({r.queue for r in results}) == 1
+    assert [r.queue_offset - results[0].queue_offset for r in results] == [0, 1, 2, 3, 4]
+    stored = [m for m in cluster.messages(SOLO) if m.body.startswith(b"j")]
+    assert [m.body for m in stored] == [b"j%d" % i for i in range(5)]
 
 
 async def test_batching_off_sends_each_message_alone(cluster: DevClusterThread) -> None:
