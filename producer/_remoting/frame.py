@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 _LANGUAGE_CODES = dict(LanguageCode.__members__)  # name -> member (__members__ copies per call)
+_OTHER = LanguageCode.OTHER  # enum members read once: each class lookup costs
+_JSON = SerializeType.JSON
 
 
 class _JsonHeaderIn(msgspec.Struct):
@@ -99,16 +101,15 @@ def _decode_json_header(header: memoryview | bytes) -> RemotingCommand:
         h = _json_header_decoder.decode(header)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise RemoteProtocolError(f"malformed JSON header: {exc}") from None
-    language = _LANGUAGE_CODES.get(h.language, LanguageCode.OTHER)
-    return RemotingCommand(
+    return RemotingCommand.decoded(
         h.code,
-        opaque=h.opaque,
-        flag=h.flag,
-        ext_fields=h.extFields,
-        remark=h.remark,
-        language=language,
-        version=h.version,
-        serialize_type=SerializeType.JSON,
+        h.opaque,
+        h.flag,
+        h.extFields,
+        h.remark,
+        _LANGUAGE_CODES.get(h.language, _OTHER),
+        h.version,
+        _JSON,
     )
 
 
@@ -182,24 +183,30 @@ class FrameDecoder:
         if self._failed:
             raise RemoteProtocolError("decoder already failed on this stream")
         buffer = self._buffer
-        buffer += data
+        if buffer:
+            buffer += data
+            source: bytes | bytearray | memoryview = buffer
+        else:  # reads mostly end on a frame's end: decode them where they are, no copy
+            source = data
         commands: list[RemotingCommand] = []
-        pos, size = 0, len(buffer)
-        view = memoryview(buffer)
+        pos, size = 0, len(source)
+        view = memoryview(source)
         try:
             while size - pos >= 4:
-                (length,) = INT32.unpack_from(buffer, pos)
+                (length,) = INT32.unpack_from(view, pos)
                 self._check_length(length)
                 if size - pos - 4 < length:
                     break
                 commands.append(decode_payload(view[pos + 4 : pos + 4 + length]))
                 pos += 4 + length
+            if source is not buffer and pos < size:
+                buffer += view[pos:]  # the start of a frame the next read ends
         except RemoteProtocolError:
             self._failed = True
             raise
         finally:
             view.release()
-        if pos:
+        if source is buffer and pos:
             del buffer[:pos]
         return commands
 
