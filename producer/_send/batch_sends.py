@@ -284,7 +284,7 @@ class BatchSends:
             self._batch_failed(key, members, plan, decision.error)
         else:
             assert decision.result is not None
-            self._deliver(key, members, decision.result)
+            self._deliver(members, decision.result)
 
     async def _batch(
         self,
@@ -309,7 +309,7 @@ class BatchSends:
             self._fail(members, ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
         else:
             assert result is not None
-            self._deliver(key, members, result)
+            self._deliver(members, result)
 
     def _batch_failed(
         self, key: GroupKey, members: list[Member], plan: SendPlan, error: ProducerError
@@ -319,18 +319,15 @@ class BatchSends:
         else:
             self._fail(members, error)
 
-    def _deliver(self, key: GroupKey, members: list[Member], result: SendResult) -> None:
+    def _deliver(self, members: list[Member], result: SendResult) -> None:
         """Each member's share of the batch's result, its slot freed and its caller woken,
-        in one pass. Then the turn opens, its flush queued behind the wake-ups: the callers
-        woken here send again in it, and with their slots freed the first of them would
-        look like a lone send and go alone, one request more for every batch delivered."""
+        in one pass."""
         shares = member_results(result, [m.prepared.msg_id for m in members])
         release, end = self._limiter.release, self._tracker.end
         for member, share in zip(members, shares, strict=True):
             release(member.size)
             end(member.ticket)
             member.future.set_result(share)
-        self.accumulator.group_for(key, busy=True)
 
     def _resend_alone(
         self, key: GroupKey, members: list[Member], before: tuple[AttemptRecord, ...]

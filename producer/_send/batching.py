@@ -1,7 +1,7 @@
 """Transparent batching: concurrent sends to one topic leave as one SEND_BATCH_MESSAGE.
 
-The first send to a topic in a turn of the event loop opens the topic's *turn*: sends to
-the same topic made before the flusher runs (the rest of this loop turn, or
+A send made while others are in flight opens its topic's *turn* for this loop turn: sends
+to the same topic made before the flusher runs (the rest of this loop turn, or
 ``batch_linger_ms``) join a pending group, and the flusher hands each group on, split by
 the caps on count and bytes - a group of one is sent alone. A send made when no other
 is in flight goes out at once and alone, exactly as without batching, and opens no turn

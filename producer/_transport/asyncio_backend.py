@@ -2,9 +2,10 @@
 
 No task runs per connection or per request. Everything is a loop callback:
 
-* **Writes are coalesced.** ``request()`` queues its frame; the first frame queued in a
-  loop turn is written at once and schedules one ``call_soon(_flush)``, which hands every
-  frame queued after it in that turn to the transport in a single ``writelines``. While
+* **Writes are coalesced.** ``request()`` queues its frame; the first frame queued since
+  the last read (or flush) is written at once, with no callback behind it, so a lone
+  request costs one loop turn; a second one schedules one ``call_soon(_flush)``, which
+  hands every frame queued until then to the transport in a single ``writelines``. While
   the transport is paused (its buffer is over the high-water mark) frames stay in our
   queue, so they are still *unwritten*: a deadline or close then reports them as
   definitely not sent.

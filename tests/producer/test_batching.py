@@ -111,42 +111,6 @@ async def test_a_turns_first_send_joins_its_group_while_another_send_is_in_fligh
     assert [m.body for m in stored] == [b"j%d" % i for i in range(5)]
 
 
-@pytest.mark.timeout(30)
-async def test_callers_a_batch_wakes_send_their_next_messages_as_one_batch(
-    cluster: DevClusterThread,
-) -> None:
-    # Five callers' sends leave as one batch (a held send keeps the producer busy, so the
-    # first of them joins too). Its answer wakes all five with nothing else in flight:
-    # their next sends must again be one batch - one queue, consecutive offsets - not a
-    # lone first send and a batch of the other four, each on a queue of its own (the
-    # delivery opens the turn they send in).
-    cluster.add_topic(SOLO, 4, brokers=["broker-a"])
-    cluster.add_topic(HELD, 4, brokers=["broker-b"])
-    rounds: dict[str, list[SendResult]] = {"first": [], "second": []}
-    async with make_producer(cluster) as p:
-        await p.send(Message(SOLO, b"warm-up"))
-        await p.send(Message(HELD, b"warm-up"))
-        cluster.set_fault("broker-b", FaultSpec(latency_ms=HELD_MS // 10))
-        cluster.set_fault("broker-a", FaultSpec(latency_ms=HELD_MS // 2))  # after b's
-        held = p.send_async(Message(HELD, b"held"))
-
-        async def caller(i: int) -> None:
-            rounds["first"].append(await p.send(Message(SOLO, b"first-%d" % i)))
-            assert held.done(), "the held send was still in flight when the batch answered"
-            rounds["second"].append(await p.send(Message(SOLO, b"second-%d" % i)))
-
-        async with anyio.create_task_group() as tg:
-            for i in range(5):
-                tg.start_soon(caller, i)
-        cluster.clear_fault("broker-a")
-        cluster.clear_fault("broker-b")
-    for name, results in rounds.items():
-        queues = {(r.queue.queue_id, r.queue_offset) for r in results}
-        assert len({r.queue for r in results}) == 1, f"{name} round: not one batch {queues}"
-        offsets = sorted(r.queue_offset for r in results)
-        assert offsets == list(range(offsets[0], offsets[0] + 5)), f"{name} round: {queues}"
-
-
 async def test_batching_off_sends_each_message_alone(cluster: DevClusterThread) -> None:
     async with make_producer(cluster, batching=False) as p:
         await warm(p)
