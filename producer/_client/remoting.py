@@ -52,16 +52,22 @@ class RemotingClient:
         self._prepare(request)
         return connection.request(request, timeout_ms)
 
-    def start(
-        self, addr: str, request: OutgoingRequest, timeout_ms: float
-    ) -> asyncio.Future[RemotingCommand | None] | None:
-        """``request`` sent on the open connection to ``addr`` as a loop future; ``None``
-        (nothing sent) when there is no open connection or its backend makes none."""
+    def startable(self, addr: str) -> Connection | None:
+        """The open connection to ``addr`` if its backend makes loop futures for requests
+        (:meth:`start`); ``None`` otherwise: no connection open yet, or trio."""
         connection = self.pool.open_connection(addr)
         if connection is None or not connection.starts_requests:
             return None
+        return connection
+
+    def start(
+        self, connection: Connection, request: OutgoingRequest, timeout_ms: float
+    ) -> asyncio.Future[RemotingCommand | None]:
+        """``request`` sent on ``connection`` (from :meth:`startable`) as a loop future."""
         self._prepare(request)
-        return connection.start_request(request, timeout_ms)
+        waiter = connection.start_request(request, timeout_ms)
+        assert waiter is not None, "startable() gives only connections that start requests"
+        return waiter
 
     async def _connect_and_invoke(
         self, addr: str, request: OutgoingRequest, timeout_ms: float

@@ -32,10 +32,13 @@ class AsyncSendRunner:
 
     def start(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
         """Run ``job`` (its ticket taken, its in-flight slot too if ``job.holds_slot``)."""
+        if not job.holds_slot:
+            self._spawn_run(job, plan, future, None)
+            return
         settled = functools.partial(self._settled, job, plan, future)
-        if job.holds_slot and self._sender.start_direct(job, plan, settled):
-            return  # its first attempt is out, with no task of its own
-        self._spawn_run(job, plan, future, None)
+        rest = self._sender.start_direct(job, plan, settled)
+        if rest is not None:  # else its first attempt is out, with no task of its own
+            self._spawn_run(rest, plan, future, None)
 
     def _spawn_run(
         self, job: SendJob, plan: SendPlan, future: SendFuture, retry: Retry | None

@@ -255,8 +255,9 @@ class BatchSends:
             return
         job = SendJob(prepared, messages[0], members=messages, first_queue=queue)
         settled = functools.partial(self._batch_settled, key, members, job, plan)
-        if not self._sender.start_direct(job, plan, settled):
-            self._batch_task(key, members, job, plan, None)
+        rest = self._sender.start_direct(job, plan, settled)
+        if rest is not None:
+            self._batch_task(key, members, rest, plan, None)
 
     def _batch_task(
         self,

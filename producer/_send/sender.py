@@ -182,10 +182,13 @@ class Sender:
 
     def _start_first(
         self, job: SendJob, plan: SendPlan, now: float
-    ) -> tuple[asyncio.Future[RemotingCommand | None], MessageQueue] | None:
+    ) -> tuple[asyncio.Future[RemotingCommand | None], MessageQueue] | SendJob | None:
         """The first attempt written as a loop future on an open connection, and its
-        queue; ``None`` (nothing done) when a hook or OpenTelemetry SDK needs the attempt,
-        the route is not cached, no connection is open, or the backend makes no futures."""
+        queue. Otherwise nothing is sent: ``None`` when a hook or OpenTelemetry SDK needs
+        the attempt or the route is not cached; the job with its first queue set when one
+        was chosen but no connection to it can start the request (none open yet, or
+        trio), so that the attempt :meth:`run` makes goes there and the router's
+        round-robin is not stepped twice for one attempt."""
         if self.hooks.active or self.telemetry.enabled(now):
             return None
         route = self.routes.cached(job.prepared.topic)
@@ -194,10 +197,11 @@ class Sender:
             return None
         queue = job.first_queue or self._select(job, plan, route, now)  # a batch's is dealt
         addr = _master_addr(route, queue)
+        connection = self.client.startable(addr) if addr else None
+        if connection is None:
+            return msgspec.structs.replace(job, first_queue=queue)
         request = build_send_request(job.prepared, queue, self.clock.wall_ms())
-        waiter = self.client.start(addr, request, step.timeout_ms) if addr else None
-        if waiter is None:
-            return None
+        waiter = self.client.start(connection, request, step.timeout_ms)
         self.router.on_dispatch(queue.broker_name, int(now))
         return waiter, queue
 
@@ -216,8 +220,9 @@ class Sender:
         except BaseException:
             self.limiter.release(size)
             raise
-        if started is None:
-            return await self.run(held, plan)
+        if not isinstance(started, tuple):
+            rest = held if started is None else msgspec.structs.replace(started, holds_slot=True)
+            return await self.run(rest, plan)
         waiter, queue = started
         try:
             response = await waiter
@@ -244,19 +249,20 @@ class Sender:
 
     def start_direct(
         self, job: SendJob, plan: SendPlan, settled: Callable[[Finish | Retry], None]
-    ) -> bool:
+    ) -> SendJob | None:
         """Start an async send's first attempt as a loop future with a callback, no task
         (see :meth:`_start_first`). ``settled`` gets the :class:`Finish`, or the
-        :class:`Retry` that :meth:`resume` carries on in a task. ``False``: nothing was
-        started."""
+        :class:`Retry` that :meth:`resume` carries on in a task. Returns ``None`` once
+        started; otherwise the job to :meth:`run` in a task (its first queue set if one
+        was chosen here)."""
         now = self.clock.monotonic_ms()
         started = self._start_first(job, plan, now)
-        if started is None:
-            return False
+        if not isinstance(started, tuple):
+            return job if started is None else started
         waiter, queue = started
         answered = functools.partial(self._direct_answered, job, plan, queue, now, settled)
         waiter.add_done_callback(answered)
-        return True
+        return None
 
     def _direct_answered(
         self,

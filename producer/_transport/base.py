@@ -91,7 +91,8 @@ class Connection(Protocol):
     ) -> asyncio.Future[RemotingCommand | None] | None:
         """:meth:`request` without a coroutine: its loop future (the response, or the same
         errors as an exception), on a backend that has one (asyncio); ``None`` elsewhere,
-        with nothing sent. Nobody may cancel the future: the request is not forgotten."""
+        with nothing sent. Cancelling the future forgets nothing that was written (its
+        answer is dropped when it comes); a frame not written yet never will be."""
         ...
 
     async def send_oneway(self, command: OutgoingRequest, timeout_ms: float | None = None) -> None:
