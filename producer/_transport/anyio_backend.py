@@ -108,6 +108,10 @@ class AnyioConnection(InFlightConnection):
     async def _submit(
         self, command: OutgoingRequest, timeout_ms: float | None, *, oneway: bool
     ) -> RemotingCommand | None:
+        # A caller already cancelled must not queue: its cancellation is delivered at the
+        # wait below only after the woken writer may have run (trio runs the batch of
+        # woken tasks first), and the frame would go out for a send that raised.
+        await anyio.lowlevel.checkpoint_if_cancelled()
         waiter = _Waiter()
         entry = self._inflight.prepare(
             command, timeout_ms, anyio.current_time(), waiter, oneway=oneway

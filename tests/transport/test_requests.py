@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from producer._remoting.codes import RequestCode, ResponseCode
-from producer._remoting.command import RemotingCommand
+from producer._remoting.command import OpaqueAllocator, RemotingCommand
 from producer._transport import (
     AnyioConnector,
     AsyncioConnector,
@@ -222,3 +222,20 @@ async def test_a_turns_first_frame_is_written_before_the_caller_waits(
     first.close()
     second.close()
     await connection.aclose()
+
+
+# The anyio backend writes from a task of its own: woken by a request, it may run before
+# the caller's cancellation is delivered at its wait (trio runs woken tasks first), and
+# would write a frame for a request that raised.
+@pytest.mark.parametrize("backend", ["trio", "anyio-on-asyncio"])
+async def test_a_caller_cancelled_before_its_request_queues_nothing(broker: FakeBroker) -> None:
+    async with AnyioConnector(opaques=OpaqueAllocator(100)) as connector:
+        connection = await connector.connect(broker.address, 2000)
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await connection.request(request("never"), 5000)
+        assert scope.cancelled_caught
+        response = await connection.request(request("after"), 5000)
+        assert response.opaque == 100, "the cancelled request took an opaque: it was queued"
+        await connection.aclose()
+    assert [r.field("echo") for r in broker.requests] == ["after"]
