@@ -12,10 +12,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_benchmark(name: str, options: str, out: Path, timeout: float = 50) -> dict[str, Any]:
-    argv = [*shlex.split(options), "--out", str(out)]
+def run_python(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python <argv>`` from the repository root; it must exit 0 (else its stderr's end)."""
     done = subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{name}", *argv],
+        [sys.executable, *argv],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -23,6 +23,12 @@ def run_benchmark(name: str, options: str, out: Path, timeout: float = 50) -> di
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def run_benchmark(name: str, options: str, out: Path, timeout: float = 50) -> dict[str, Any]:
+    argv = [*shlex.split(options), "--out", str(out)]
+    done = run_python(["-m", f"benchmarks.{name}", *argv], timeout)
     document: dict[str, Any] = json.loads((out / "result.json").read_text())
     assert document["schema"] == 1
     assert document["benchmark"] == name

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from bench_support import REPO
+from bench_support import REPO, run_python
 
 TREE_DIRS = ("producer", "latency_fault", "benchmarks")
 THROUGHPUT = "--quick --duration 0.2 --warmup 0.05 --concurrency 1 --window 8 --batch 2"
@@ -41,15 +39,7 @@ def test_tiny_ab_prints_both_trees_figures(tmp_path: Path) -> None:
             REPO / name, tree_a / name, ignore=shutil.ignore_patterns("__pycache__", "results")
         )
     argv = ["-m", "benchmarks.ab_throughput", str(tree_a), str(REPO), "--rounds", "1", "--"]
-    done = subprocess.run(
-        [sys.executable, *argv, *THROUGHPUT.split()],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_python([*argv, *THROUGHPUT.split()], timeout=100)
     lines = done.stdout.splitlines()
     assert f"A = {tree_a.resolve()}" in lines
     assert f"B = {REPO.resolve()}" in lines

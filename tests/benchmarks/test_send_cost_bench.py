@@ -8,12 +8,10 @@ not load into the test process).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
-from bench_support import REPO, help_text
+from bench_support import help_text, run_python
 
 from producer.testing import DevClusterThread
 
@@ -28,15 +26,7 @@ pytestmark = pytest.mark.timeout(60)
 
 def send_cost(*argv: str) -> dict[str, Any]:
     """``python -m benchmarks.send_cost <argv>`` from the repository root: its JSON line."""
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.send_cost", *argv],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=50,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_python(["-m", "benchmarks.send_cost", *argv], timeout=50)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
