@@ -319,6 +319,28 @@ async def test_s8_cancelled_attempt_is_not_reported_as_a_fault(cluster: DevClust
         assert all(p.router.is_available(b, now) for b in BROKERS)
 
 
+async def test_s8_a_send_cancelled_while_its_request_is_out_lets_go_of_everything(
+    cluster: DevClusterThread,
+) -> None:
+    # Connections open to every broker first: on asyncio the first attempt is then the
+    # connection's loop future, awaited in the caller's own coroutine (Sender.run_direct).
+    async with make_producer(cluster, routing="classic_4_9") as p:
+        for _ in range(12):
+            await p.send(msg())
+        for broker in BROKERS:
+            cluster.set_fault(broker, FaultSpec(blackhole=True))
+        with anyio.move_on_after(0.2) as scope:
+            await p.send(msg(), timeout_ms=5000)
+        assert scope.cancelled_caught
+        now = int(anyio.current_time() * 1000)
+        assert all(p.router.is_available(b, now) for b in BROKERS)  # no fault learnt
+        assert p.in_flight == 0  # its slot freed
+        with anyio.fail_after(1):
+            await p.flush()  # its ticket ended
+        for broker in BROKERS:
+            cluster.clear_fault(broker)
+
+
 # -- S10, S11 -------------------------------------------------------------------------------
 
 
