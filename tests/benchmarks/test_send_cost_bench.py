@@ -64,6 +64,12 @@ def test_count_run_reports_the_loop_work_per_send(loop: str) -> None:
             assert per_send["call_soon"] > 0, (mode, side)
             if loop == "asyncio":  # uvloop has no hook for its iterations
                 assert per_send["iterations"] > 0, (mode, side)
+    # A lone send, batching on or off: its answer's future, one write, and one callback
+    # (its caller's wake-up) - no flush behind its frame, no batching turn, no task.
+    for side in SDK_SIDES:
+        lone = result["await x1"][side]["per_send"]
+        assert lone["call_soon"] < 1.1 and lone["futures"] < 1.1, (side, lone)
+        assert lone["tasks"] < 0.05 and 0.9 < lone["writes"] < 1.1, (side, lone)  # upkeep: rare
 
 
 def test_loopback_run_measures_the_sdk_sides_with_the_network_out() -> None:
