@@ -213,15 +213,14 @@ class Sender:
         size = len(job.prepared.body)
         if job.holds_slot or not self.limiter.try_acquire(size):
             return await self.run(job, plan)
-        held = msgspec.structs.replace(job, holds_slot=True)  # run() frees a held slot
         start = self.clock.monotonic_ms()
         try:
             started = self._start_first(job, plan, start)
         except BaseException:
             self.limiter.release(size)
             raise
-        if not isinstance(started, tuple):
-            rest = held if started is None else msgspec.structs.replace(started, holds_slot=True)
+        if not isinstance(started, tuple):  # run() frees the slot held here
+            rest = msgspec.structs.replace(job if started is None else started, holds_slot=True)
             return await self.run(rest, plan)
         waiter, queue = started
         try:
@@ -238,6 +237,7 @@ class Sender:
         else:
             decision = self._decide(job, plan, queue, start, answer, None)[0]
         if isinstance(decision, Retry):
+            held = msgspec.structs.replace(job, holds_slot=True)  # resume() frees it
             return await self.resume(held, plan, decision)
         self.limiter.release(size)
         error = decision.error
