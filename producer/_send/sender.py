@@ -111,8 +111,7 @@ class Sender:
                 return await self._run_limited(_Send(job, plan, ()), started)
             return await self._run_traced(job, plan, started)
         except ProducerError as error:
-            if error.msg_id is None:  # the UNIQ_KEY it went out under, to resend with
-                error.msg_id = job.prepared.msg_id
+            _name_msg_id(error, job)
             raise
 
     async def _run_traced(self, job: SendJob, plan: SendPlan, started: float) -> SendResult | None:
@@ -240,11 +239,8 @@ class Sender:
             held = msgspec.structs.replace(job, holds_slot=True)  # resume() frees it
             return await self.resume(held, plan, decision)
         self.limiter.release(size)
-        error = decision.error
-        if error is not None:
-            if error.msg_id is None:  # the UNIQ_KEY it went out under, to resend with
-                error.msg_id = job.prepared.msg_id
-            raise error
+        if decision.error is not None:
+            raise _name_msg_id(decision.error, job)
         return decision.result
 
     def start_direct(
@@ -415,6 +411,14 @@ class Sender:
 
     def _seconds_since(self, started_ms: float) -> float:
         return (self.clock.monotonic_ms() - started_ms) / 1000.0
+
+
+def _name_msg_id(error: ProducerError, job: SendJob) -> ProducerError:
+    """``error`` naming the UNIQ_KEY its send went out under (to resend with), unless it
+    names one already."""
+    if error.msg_id is None:
+        error.msg_id = job.prepared.msg_id
+    return error
 
 
 def _master_addr(route: TopicRoute, queue: MessageQueue) -> str:
