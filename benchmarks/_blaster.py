@@ -14,18 +14,16 @@ in order (a sink broker answers in order; a real broker mostly does).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import socket
 import struct
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import cycle
-from typing import cast
 
 from benchmarks._meter import Counter
+from benchmarks._raw_protocol import RawClientProtocol
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._remoting.uniq_key import UniqKeyGenerator
@@ -72,28 +70,22 @@ def build_frames(
     return frames
 
 
-class _BlastProtocol(asyncio.Protocol):
+class _BlastProtocol(RawClientProtocol):
+    client = "blaster"
+
     def __init__(self, frames: Sequence[bytes], counter: Counter, per_frame: int) -> None:
+        super().__init__()
         self._frames = cycle(frames)
         self._counter = counter
         self._per_frame = per_frame
         self._loop = asyncio.get_running_loop()
         self._buffer = bytearray()
         self._sent_at: deque[float] = deque()
-        self._transport: asyncio.Transport | None = None
         self.running = False
-        self.drained: asyncio.Future[None] = self._loop.create_future()
 
     @property
     def outstanding(self) -> int:
         return len(self._sent_at)
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = cast(asyncio.Transport, transport)
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def send(self, n: int) -> None:
         assert self._transport is not None
@@ -131,14 +123,6 @@ class _BlastProtocol(asyncio.Protocol):
             self.send(replies)
         elif not sent_at and not self.drained.done():
             self.drained.set_result(None)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.drained.done():
-            self.drained.set_exception(ConnectionError(f"blaster connection lost: {exc!r}"))
-
-    def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
 
 
 class Blaster:

@@ -13,13 +13,11 @@ re-counts or skips, so use ``depth=1`` against a real broker).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import struct
 from collections import deque
 from collections.abc import Sequence
-from typing import cast
 
+from benchmarks._raw_protocol import RawClientProtocol
 from producer._remoting.consumer_requests import PullParams, pull_request
 from producer._remoting.message import MessageQueue
 from producer._transport import parse_address
@@ -53,7 +51,9 @@ def count_records(payload: bytes | bytearray | memoryview, start: int, end: int)
     return count, last
 
 
-class _PullProtocol(asyncio.Protocol):
+class _PullProtocol(RawClientProtocol):
+    client = "puller"
+
     def __init__(
         self,
         group: str,
@@ -63,6 +63,7 @@ class _PullProtocol(asyncio.Protocol):
         counter: PullCount,
         until_empty: bool,
     ) -> None:
+        super().__init__()
         self.group, self.queue, self.depth, self.counter = group, queue, depth, counter
         self.until_empty = until_empty  # drain mode: an empty answer ends this queue
         self.next_offset = offset  # the offset the next pull asks for
@@ -70,15 +71,6 @@ class _PullProtocol(asyncio.Protocol):
         self.outstanding: deque[int] = deque()  # offsets asked, in order
         self._buffer = bytearray()
         self._opaque = 0
-        self._transport: asyncio.Transport | None = None
-        self.drained: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = cast(asyncio.Transport, transport)
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def fill(self) -> None:
         assert self._transport is not None
@@ -133,14 +125,6 @@ class _PullProtocol(asyncio.Protocol):
                 self.running = False
         elif self.depth == 1:
             self.next_offset = last + 1
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.drained.done():
-            self.drained.set_exception(ConnectionError(f"puller connection lost: {exc!r}"))
-
-    def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
 
 
 class Puller:

@@ -24,12 +24,13 @@ import asyncio
 import struct
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 from benchmarks import _common as common
 from benchmarks import _loopback
 from benchmarks._blaster import build_frames
 from benchmarks._cluster import ClusterProcess
+from benchmarks._raw_protocol import RawClientProtocol
 from benchmarks.throughput import fetch_targets
 from latency_fault import choose_queue
 from producer import Message, Producer, SendResult
@@ -51,17 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _AwaitingProtocol(asyncio.Protocol):
+class _AwaitingProtocol(RawClientProtocol):
     """One frame out, one loop future resolved by its answer."""
 
+    client = "await floor"
+
     def __init__(self, extra_callback: bool) -> None:
+        super().__init__()
         self._buffer = bytearray()
         self._waiter: asyncio.Future[None] | None = None
         self._extra_callback = extra_callback
-        self._transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self._buffer += data
@@ -99,7 +99,7 @@ async def await_floor(namesrv: str, args: argparse.Namespace) -> dict[str, list[
     out: dict[str, list[float]] = {"await floor": [], "await floor + 1 callback": []}
     for _ in range(args.windows):
         for label, extra in (("await floor", False), ("await floor + 1 callback", True)):
-            transport, protocol = await loop.create_connection(
+            _, protocol = await loop.create_connection(
                 lambda extra=extra: _AwaitingProtocol(extra), host, port
             )
             for n in range(args.sends // 5):  # warm-up
@@ -108,7 +108,7 @@ async def await_floor(namesrv: str, args: argparse.Namespace) -> dict[str, list[
             for n in range(args.sends):
                 await protocol.send(frames[n % len(frames)])
             out[label].append(_cpu_us(args.sends, started))
-            transport.close()
+            protocol.close()
     return out
 
 
