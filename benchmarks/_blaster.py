@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from itertools import cycle
 
 from benchmarks._meter import Counter
-from benchmarks._raw_protocol import RawClientProtocol
+from benchmarks._raw_protocol import RawClientProtocol, stop_all
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._remoting.uniq_key import UniqKeyGenerator
@@ -81,10 +81,8 @@ class _BlastProtocol(RawClientProtocol):
         self._loop = asyncio.get_running_loop()
         self._buffer = bytearray()
         self._sent_at: deque[float] = deque()
-        self.running = False
 
-    @property
-    def outstanding(self) -> int:
+    def in_flight(self) -> int:
         return len(self._sent_at)
 
     def send(self, n: int) -> None:
@@ -159,12 +157,4 @@ class Blaster:
 
     async def stop(self, timeout_s: float = 10.0) -> None:
         """Stop refilling, wait for the answers in flight, close."""
-        for protocol in self._protocols:
-            protocol.running = False
-            if not protocol.outstanding and not protocol.drained.done():
-                protocol.drained.set_result(None)
-        try:
-            await asyncio.wait_for(asyncio.gather(*(p.drained for p in self._protocols)), timeout_s)
-        finally:
-            for protocol in self._protocols:
-                protocol.close()
+        await stop_all(self._protocols, timeout_s)

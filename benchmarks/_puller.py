@@ -17,7 +17,7 @@ import struct
 from collections import deque
 from collections.abc import Sequence
 
-from benchmarks._raw_protocol import RawClientProtocol
+from benchmarks._raw_protocol import RawClientProtocol, stop_all
 from producer._remoting.consumer_requests import PullParams, pull_request
 from producer._remoting.message import MessageQueue
 from producer._transport import parse_address
@@ -67,10 +67,12 @@ class _PullProtocol(RawClientProtocol):
         self.group, self.queue, self.depth, self.counter = group, queue, depth, counter
         self.until_empty = until_empty  # drain mode: an empty answer ends this queue
         self.next_offset = offset  # the offset the next pull asks for
-        self.running = False
         self.outstanding: deque[int] = deque()  # offsets asked, in order
         self._buffer = bytearray()
         self._opaque = 0
+
+    def in_flight(self) -> int:
+        return len(self.outstanding)
 
     def fill(self) -> None:
         assert self._transport is not None
@@ -163,12 +165,4 @@ class Puller:
 
     async def stop(self, timeout_s: float = 10.0) -> None:
         """Stop asking, wait for the answers in flight, close."""
-        for protocol in self._protocols:
-            protocol.running = False
-            if not protocol.outstanding and not protocol.drained.done():
-                protocol.drained.set_result(None)
-        try:
-            await asyncio.wait_for(asyncio.gather(*(p.drained for p in self._protocols)), timeout_s)
-        finally:
-            for protocol in self._protocols:
-                protocol.close()
+        await stop_all(self._protocols, timeout_s)

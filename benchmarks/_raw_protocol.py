@@ -1,12 +1,14 @@
-"""What every raw benchmark client's connection shares (the blaster's, the puller's): the
-transport with Nagle off, a ``drained`` future the load resolves once its answers are in,
-failed if the connection is lost first, and ``close``."""
+"""What every raw benchmark client's connection shares (the blaster's, the puller's,
+send_floor's): the transport with Nagle off, a ``running`` switch for refilling, a
+``drained`` future resolved once its answers are in (failed if the connection is lost
+first), and stopping: no more requests, the ones in flight answered, closed."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import socket
+from collections.abc import Sequence
 from typing import cast
 
 
@@ -16,6 +18,7 @@ class RawClientProtocol(asyncio.Protocol):
 
     def __init__(self) -> None:
         self._transport: asyncio.Transport | None = None
+        self.running = False  # refill as answers come
         self.drained: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -29,6 +32,27 @@ class RawClientProtocol(asyncio.Protocol):
         if not self.drained.done():
             self.drained.set_exception(ConnectionError(f"{self.client} connection lost: {exc!r}"))
 
+    def in_flight(self) -> int:
+        """Requests written and not answered yet."""
+        raise NotImplementedError
+
+    def stop_refilling(self) -> None:
+        """No more requests; ``drained`` resolves once those in flight are answered."""
+        self.running = False
+        if not self.in_flight() and not self.drained.done():
+            self.drained.set_result(None)
+
     def close(self) -> None:
         if self._transport is not None:
             self._transport.close()
+
+
+async def stop_all(protocols: Sequence[RawClientProtocol], timeout_s: float) -> None:
+    """Stop refilling, wait (at most ``timeout_s``) for the answers in flight, close."""
+    for protocol in protocols:
+        protocol.stop_refilling()
+    try:
+        await asyncio.wait_for(asyncio.gather(*(p.drained for p in protocols)), timeout_s)
+    finally:
+        for protocol in protocols:
+            protocol.close()

@@ -30,7 +30,7 @@ from benchmarks import _common as common
 from benchmarks import _loopback
 from benchmarks._blaster import build_frames
 from benchmarks._cluster import ClusterProcess
-from benchmarks._raw_protocol import RawClientProtocol
+from benchmarks._raw_protocol import RawClientProtocol, stop_all
 from benchmarks.throughput import fetch_targets
 from latency_fault import choose_queue
 from producer import Message, Producer, SendResult
@@ -62,6 +62,9 @@ class _AwaitingProtocol(RawClientProtocol):
         self._buffer = bytearray()
         self._waiter: asyncio.Future[None] | None = None
         self._extra_callback = extra_callback
+
+    def in_flight(self) -> int:
+        return 0 if self._waiter is None or self._waiter.done() else 1
 
     def data_received(self, data: bytes) -> None:
         self._buffer += data
@@ -108,7 +111,7 @@ async def await_floor(namesrv: str, args: argparse.Namespace) -> dict[str, list[
             for n in range(args.sends):
                 await protocol.send(frames[n % len(frames)])
             out[label].append(_cpu_us(args.sends, started))
-            protocol.close()
+            await stop_all([protocol], 10.0)
     return out
 
 
