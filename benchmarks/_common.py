@@ -385,3 +385,26 @@ def target_lines(targets: Sequence[Target]) -> list[str]:
         mark = "[green]MET[/green]" if t.met else "[red]MISSED[/red]"
         lines.append(f"{mark}  {t.name}: {fmt(t.value, 3)} {t.op} {t.threshold:g} {t.note}")
     return lines
+
+
+def local_spark(app_name: str) -> Any:
+    """A local[2] SparkSession as every Spark benchmark runs one: its Python workers on this
+    interpreter, everything bound to 127.0.0.1, no UI or progress bars, UTC, errors only
+    in the log (pyspark is imported here: only the Spark benchmarks need it)."""
+    for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        os.environ[name] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session

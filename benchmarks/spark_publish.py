@@ -68,25 +68,6 @@ def settle_args(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
-def spark_session() -> Any:
-    for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
-        os.environ[name] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName(NAME)
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
-
-
 def set_fault(http_url: str, spec: dict[str, Any] | None) -> None:
     method = "DELETE" if spec is None else "PUT"
     data = None if spec is None else json.dumps(spec).encode()
@@ -151,7 +132,7 @@ def run_spark(
 def rounds(
     args: argparse.Namespace, cluster: ClusterProcess
 ) -> tuple[dict[str, list[dict[str, Any]]], Any]:
-    spark = spark_session()
+    spark = common.local_spark(NAME)
     source = (
         spark.range(args.rows, numPartitions=2)
         .selectExpr("id", "concat('body-', id, repeat('x', 100)) AS body")

@@ -102,24 +102,11 @@ def measure(cluster: ClusterProcess, messages: int, work: Any, *, tree: bool) ->
 
 
 def spark_read(namesrv: str, messages: int) -> Any:
-    for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
-        os.environ[name] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as sf
 
     from producer.spark import register
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName(NAME)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = common.local_spark(NAME)
     register(spark)
 
     def read(topic: str) -> int:
