@@ -39,6 +39,7 @@ __all__ = [
 class RequestCode(enum.IntEnum):
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
+    QUERY_MESSAGE = 12
     QUERY_CONSUMER_OFFSET = 14
     UPDATE_CONSUMER_OFFSET = 15
     SEARCH_OFFSET_BY_TIMESTAMP = 29

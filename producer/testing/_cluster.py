@@ -326,6 +326,14 @@ class DevCluster(ClusterView, AsyncLifecycle):
     def fault(self, broker: str) -> FaultSpec:
         return self._listener(broker).fault
 
+    def lose_end_transaction(self, uniq_key: str | None = None, *, count: int = 1) -> None:
+        """Lose the next ``count`` END_TRANSACTIONs of message ``uniq_key`` (of any message,
+        when ``None``) on each broker, as a connection that breaks after the client wrote
+        them: the client cannot tell, and the broker checks the transaction back."""
+        for handler in self._handlers.values():
+            if isinstance(handler, Broker):
+                handler.transactions.lose_end(uniq_key, count)
+
     async def set_namesrv_fault(self, spec: FaultSpec) -> None:
         await self._namesrv_listener.set_fault(spec)
 

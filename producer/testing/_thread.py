@@ -129,6 +129,14 @@ class DevClusterThread(ClosesOnExit):
     def clients(self, broker: str) -> dict[str, frozenset[str]]:
         return self._query(lambda: self.cluster.clients(broker))
 
+    def lose_end_transaction(self, uniq_key: str | None = None, *, count: int = 1) -> None:
+        """:meth:`DevCluster.lose_end_transaction` on the cluster's loop."""
+        self._query(lambda: self.cluster.lose_end_transaction(uniq_key, count=count))
+
+    def transaction_checks(self, uniq_key: str | None = None) -> list[int]:
+        """:meth:`DevCluster.transaction_checks` on the cluster's loop."""
+        return self._query(lambda: self.cluster.transaction_checks(uniq_key))
+
     def open_transactions(self) -> set[str]:
         return self._query(self.cluster.open_transactions)
 
