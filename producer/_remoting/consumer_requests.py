@@ -39,7 +39,6 @@ __all__ = [
     "parse_lock_batch",
     "parse_offset_response",
     "parse_pull_response",
-    "parse_query_offset",
     "pull_request",
     "query_offset_request",
     "search_offset_request",
@@ -154,15 +153,10 @@ def _queue_fields(queue: MessageQueue) -> dict[str, str]:
 
 
 def query_offset_request(group: str, queue: MessageQueue) -> RemotingCommand:
-    fields = {"consumerGroup": group, **_queue_fields(queue)}
+    """QUERY_CONSUMER_OFFSET asking a 5.x broker not to answer 0 for an offset it does
+    not have (``setZeroIfNotFound=false``; older brokers ignore the field)."""
+    fields = {"consumerGroup": group, **_queue_fields(queue), "setZeroIfNotFound": "false"}
     return RemotingCommand(RequestCode.QUERY_CONSUMER_OFFSET, ext_fields=fields)
-
-
-def parse_query_offset(response: RemotingCommand) -> int | None:
-    """The stored offset, or ``None`` for 22 QUERY_NOT_FOUND (no offset stored)."""
-    if response.code == ResponseCode.QUERY_NOT_FOUND:
-        return None
-    return parse_offset_response(response)
 
 
 def update_offset_request(group: str, queue: MessageQueue, offset: int) -> RemotingCommand:

@@ -135,6 +135,9 @@ class DevClusterThread(ClosesOnExit):
     def client_ssl_context(self) -> ssl.SSLContext:
         return self.cluster.client_ssl_context()
 
+    def backlog(self, topic: str, per_queue: int, *, tags: str = "seed") -> int:
+        return self._query(lambda: self.cluster.backlog(topic, per_queue, tags=tags))
+
     def drop_before(
         self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
     ) -> dict[tuple[str, int], int]:
