@@ -68,18 +68,20 @@ class ConsumeFromWhere(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class ConsumerData:
     """One consumer group's part of a heartbeat (``ConsumerData``); ``versions`` maps a
-    topic to the ``subVersion`` of its subscription."""
+    topic to the ``subVersion`` of its subscription; ``active``: a pull consumer
+    (``CONSUME_ACTIVELY``, as Java's lite pull consumer says), else a push consumer."""
 
     group: str
     model: MessageModel
     consume_from: ConsumeFromWhere
     subscriptions: tuple[Subscription, ...]
     versions: dict[str, int]
+    active: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {
             "consumeFromWhere": self.consume_from.value,
-            "consumeType": "CONSUME_PASSIVELY",
+            "consumeType": "CONSUME_ACTIVELY" if self.active else "CONSUME_PASSIVELY",
             "groupName": self.group,
             "messageModel": self.model.value,
             "subscriptionDataSet": [

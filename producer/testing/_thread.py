@@ -152,6 +152,9 @@ class DevClusterThread(ClosesOnExit):
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         return self._query(lambda: self.cluster.consumer_offsets(broker))
 
+    def consumers(self, broker: str) -> dict[str, dict[str, frozenset[str]]]:
+        return self._query(lambda: self.cluster.consumers(broker))
+
     def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
         return self._query(lambda: self.cluster.queue_locks(broker))
 
