@@ -119,6 +119,8 @@ class PullConsumer(AsyncLifecycle):
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Open the connections and start heartbeating; call :meth:`aclose` from the same
+        task (``async with`` does: the heartbeat's task group insists on it)."""
         if self._api is not None or self._closed:
             raise LocalProtocolError("start() once, on a new PullConsumer")
         runtime = current_runtime()
