@@ -3,11 +3,13 @@
 QUERY_CONSUMER_OFFSET for a queue the group never committed (docs/consuming.md 1.7):
 
 * 4.9.4 (``ConsumerManageProcessor.queryConsumerOffset``): offset 0 with SUCCESS when the
-  queue's minimum offset is 0 and that message is not swapped out to disk, else 22
-  QUERY_NOT_FOUND. Every message of the dev store is in memory, so: 0 unless the queue's
-  oldest messages were dropped (:meth:`~producer.testing.DevCluster.drop_before`).
-* 5.x: QUERY_NOT_FOUND when the request says ``setZeroIfNotFound=false``; otherwise as
-  4.9.4 (``checkInMemByConsumeOffset``).
+  queue's minimum offset is 0 and offset 0 is not on disk (``!checkInDiskByConsumeOffset``,
+  also true for an empty queue), else 22 QUERY_NOT_FOUND. Every message of the dev store
+  is in memory, so: 0 unless the queue's oldest messages were dropped
+  (:meth:`~producer.testing.DevCluster.drop_before`).
+* 5.x: QUERY_NOT_FOUND when the request says ``setZeroIfNotFound=false``; otherwise 0 only
+  when offset 0 is a message in memory (``checkInMemByConsumeOffset``): an empty queue is
+  not found, as a real 5.2.0 broker answered (tests/golden/sessions/pop_5_2_0_offset_query).
 
 GET_ALL_CONSUMER_OFFSET (``AdminBrokerProcessor.getAllConsumerOffset``) answers the whole
 ``ConsumerOffsetManager`` as fastjson encodes it: ``{"offsetTable":{"topic@group":{0:5}}}``,
@@ -36,10 +38,14 @@ def query_offset_answer(
     stored = offsets.query(group, topic, queue_id)
     if stored is not None:
         return offset_answer(request, stored)
-    asked_not_zero = request.field("setZeroIfNotFound") == "false"
-    if version >= ZERO_IF_NOT_FOUND_VERSION and asked_not_zero:
-        raise Refused(ResponseCode.QUERY_NOT_FOUND, _NOT_FOUND_5)
-    if store.min_offset(topic, queue_id) <= 0:  # offset 0 still there, and in memory
+    if version >= ZERO_IF_NOT_FOUND_VERSION:
+        if request.field("setZeroIfNotFound") == "false":
+            raise Refused(ResponseCode.QUERY_NOT_FOUND, _NOT_FOUND_5)
+        # checkInMemByConsumeOffset(topic, queue, 0, 1): a message at offset 0, in memory
+        zero = store.min_offset(topic, queue_id) <= 0 < store.max_offset(topic, queue_id)
+    else:  # !checkInDiskByConsumeOffset(topic, queue, 0): true for an empty queue too
+        zero = store.min_offset(topic, queue_id) <= 0
+    if zero:
         return offset_answer(request, 0)
     raise Refused(ResponseCode.QUERY_NOT_FOUND, _NOT_FOUND_4)
 

@@ -6,11 +6,13 @@ false``) and GET_ALL_CONSUMER_OFFSET's fastjson table, read back by the client's
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.committed_offsets import committed_in_table, read_query_offset
+from producer._remoting.frame import decode_frame
 from producer._remoting.message import MessageQueue
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request
@@ -69,3 +71,23 @@ async def test_the_whole_offset_table_tells_committed_zero_from_none(cluster: De
     assert committed_in_table(table, "g", QUEUE) == 0
     assert committed_in_table(table, "h", QUEUE) is None  # h committed queue 0, not 1
     assert committed_in_table(table, "h", MessageQueue("Orders", "broker-a", 0)) == 7
+
+
+GOLDEN = Path(__file__).parent.parent / "golden" / "sessions" / "pop_5_2_0_offset_query"
+
+
+async def test_an_empty_queue_is_not_found_on_5x_as_a_real_5_2_0_broker_answered() -> None:
+    """Frames #22/#23 of a real 5.2.0 session: a never committed, empty ``%RETRY%`` queue
+    asked without ``setZeroIfNotFound`` is 22 QUERY_NOT_FOUND (4.9.4 would say 0)."""
+    request = decode_frame((GOLDEN / "000022-broker5-a-c4-c2s.bin").read_bytes())
+    golden = decode_frame((GOLDEN / "000023-broker5-a-c4-s2c.bin").read_bytes())
+    answers = {}
+    for version in ("5.x", "4.9.4"):
+        async with DevCluster(brokers=1, broker_version=version) as cluster:
+            cluster.add_topic("%RETRY%PopPushGroup", 1)
+            async with await RawClient.connect(cluster.broker_addr("broker-a")) as client:
+                answers[version] = await client.request(request)
+    ours = answers["5.x"]
+    assert (ours.code, ours.flag, ours.opaque) == (golden.code, golden.flag, golden.opaque)
+    assert (ours.remark, ours.ext_fields) == (golden.remark, golden.ext_fields)
+    assert (answers["4.9.4"].code, answers["4.9.4"].ext_fields) == (0, {"offset": "0"})
