@@ -29,17 +29,14 @@ from producer._client.clock import Clock, LoopClock
 from producer._consume.message import ReceivedMessage
 from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
 from producer._remoting.acl import Credentials
-from producer._remoting.codes import RequestCode
-from producer._remoting.command import RemotingCommand
-from producer._remoting.consumer_requests import ConsumeFromWhere, ConsumerData, MessageModel
 from producer._remoting.message import MessageQueue
-from producer._remoting.request_table import not_supported
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._pull_buffer import PullBuffer
+from producer.consumer._pull_heartbeat import PullHeartbeat, serve_broker_requests
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
@@ -48,11 +45,6 @@ __all__ = ["PullConsumer"]
 OffsetReset = Literal["earliest", "latest"]
 MAX_PULL_MESSAGES = 32  # a 4.9.4 broker sends at most this many per pull (in memory)
 ITER_POLL_MS = 1000  # how long ``async for`` long-polls before pulling again
-HEARTBEAT_INTERVAL_MS = 30_000.0  # Java's heartbeatBrokerInterval
-_RESET_TO_START = {
-    "latest": ConsumeFromWhere.LAST_OFFSET,
-    "earliest": ConsumeFromWhere.FIRST_OFFSET,
-}
 
 
 class PullConsumer(AsyncLifecycle):
@@ -110,7 +102,7 @@ class PullConsumer(AsyncLifecycle):
         self._subscriptions: dict[str, Subscription] = {}
         self._buffer = PullBuffer()  # for ``async for``; and what commit() stores
         self._tg: TaskGroup | None = None
-        self._heartbeat_wanted: anyio.Event | None = None  # set: one is due at once
+        self._heartbeat: PullHeartbeat | None = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._api else "new"
@@ -125,11 +117,15 @@ class PullConsumer(AsyncLifecycle):
             raise LocalProtocolError("start() once, on a new PullConsumer")
         runtime = current_runtime()
         clock = self._clock or LoopClock(runtime.loop_time)
-        self._pool, self._api = await open_api(runtime, self._who, clock, self._rng, _serve)
+        self._pool, self._api = await open_api(
+            runtime, self._who, clock, self._rng, serve_broker_requests
+        )
+        self._heartbeat = PullHeartbeat(
+            self._api, self.auto_offset_reset, lambda: list(self._subscriptions.values())
+        )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._heartbeat_wanted = anyio.Event()
-        self._tg.start_soon(self._heartbeat_loop)
+        self._tg.start_soon(self._heartbeat.run)
 
     async def aclose(self) -> None:
         """Unregister from the brokers and close the connections; nothing is committed
@@ -346,32 +342,9 @@ class PullConsumer(AsyncLifecycle):
                 self._want_heartbeat()
         return api
 
-    def _consumer_data(self) -> ConsumerData:
-        """The heartbeat's group data, as ``DefaultLitePullConsumerImpl`` sends it."""
-        return ConsumerData(
-            self.group,
-            MessageModel.CLUSTERING,
-            _RESET_TO_START[self.auto_offset_reset],
-            tuple(self._subscriptions.values()),
-            {},
-            active=True,
-        )
-
     def _want_heartbeat(self) -> None:
-        """Subscriptions or brokers changed: heartbeat now, in the background (a slow
-        broker never holds up a pull)."""
-        if self._heartbeat_wanted is not None:
-            self._heartbeat_wanted.set()
-
-    async def _heartbeat_loop(self) -> None:
-        """Every 30 s, or at once when wanted, to every broker of the known routes."""
-        while True:
-            assert self._heartbeat_wanted is not None
-            with anyio.move_on_after(HEARTBEAT_INTERVAL_MS / 1000.0):
-                await self._heartbeat_wanted.wait()
-            self._heartbeat_wanted = anyio.Event()
-            if self._api is not None:  # heartbeat() logs a failure, it never raises
-                await self._api.heartbeat(self._consumer_data())
+        if self._heartbeat is not None:
+            self._heartbeat.want()
 
     def _sub(self, queue: MessageQueue) -> Subscription:
         found = self._subscriptions.get(queue.topic)
@@ -392,13 +365,6 @@ class PullConsumer(AsyncLifecycle):
         if self._api is None:
             raise LocalProtocolError("use `async with PullConsumer(...)` (or start()) first")
         return self._api
-
-
-def _serve(address: str, request: RemotingCommand) -> RemotingCommand | None:
-    """Requests a broker starts: NOTIFY_CONSUMER_IDS_CHANGED needs nothing (no rebalance)."""
-    if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
-        return None
-    return not_supported(address, request)
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:

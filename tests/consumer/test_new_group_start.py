@@ -129,3 +129,19 @@ async def test_a_pull_group_that_committed_zero_starts_at_zero(cluster: DevClust
         consumer.assign(queues)
         assert [await consumer.committed(q) for q in queues] == [0] * 4
         assert [await consumer.position(q) for q in queues] == [0] * 4
+
+
+async def test_a_new_pull_group_on_a_queue_whose_oldest_messages_are_gone(
+    cluster: DevClusterThread,
+) -> None:
+    """Offset 0 deleted (both versions answer 22 QUERY_NOT_FOUND): the same starts."""
+    cluster.backlog(TOPIC, 25)
+    cluster.drop_before(TOPIC, 10)
+    async with PullConsumer("fresh", cluster.namesrv_addr) as latest:
+        queues = await latest.queues(TOPIC)
+        latest.assign(queues)
+        assert [await latest.committed(q) for q in queues] == [None] * 4
+        assert [await latest.position(q) for q in queues] == [25] * 4
+    async with PullConsumer("fresh", cluster.namesrv_addr, auto_offset_reset="earliest") as first:
+        first.assign(queues)
+        assert [await first.position(q) for q in queues] == [10] * 4
