@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import anyio
 import pytest
 
-from producer import Message, Producer
+from producer import Credentials, Message, Producer
 from producer.consumer import (
     ConsumeStatus,
     MessageQueue,
@@ -18,7 +18,7 @@ from producer.consumer import (
     PushConsumer,
     ReceivedMessage,
 )
-from producer.testing import DevClusterThread
+from producer.testing import Account, DevClusterThread
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 TOPIC = "Orders"
@@ -145,3 +145,19 @@ async def test_a_new_pull_group_on_a_queue_whose_oldest_messages_are_gone(
     async with PullConsumer("fresh", cluster.namesrv_addr, auto_offset_reset="earliest") as first:
         first.assign(queues)
         assert [await first.position(q) for q in queues] == [10] * 4
+
+
+async def test_the_offset_table_is_asked_with_the_acl_signature() -> None:
+    """On an ACL broker GET_ALL_CONSUMER_OFFSET is signed as any request (4.9.4 does
+    not count it an admin request): a new group is still told from a committed 0."""
+    account = Account("ak", "sk", default_topic_perm="PUB|SUB")
+    keys = Credentials("ak", "sk")
+    with DevClusterThread(brokers=1, topics={TOPIC: 1}, acl=[account]) as cluster:
+        cluster.backlog(TOPIC, 5)
+        async with PullConsumer("fresh", cluster.namesrv_addr, credentials=keys) as consumer:
+            queue = (await consumer.queues(TOPIC))[0]
+            consumer.assign([queue])
+            assert await consumer.committed(queue) is None
+            assert await consumer.position(queue) == 5
+            await consumer.commit({queue: 0})
+            assert await consumer.committed(queue) == 0
