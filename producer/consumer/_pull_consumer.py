@@ -133,13 +133,13 @@ class PullConsumer(AsyncLifecycle):
         self._closed = True
         pool, self._pool, api, self._api = self._pool, None, self._api, None
         tg, self._tg = self._tg, None
+        cancelled = None
+        if tg is not None:  # heartbeats stop first: none may follow the unregister
+            tg.cancel_scope.cancel()
+            cancelled = await exit_noting_cancel(tg)
         if api is not None:
             with anyio.move_on_after(self._who.connect_timeout_ms / 1000.0, shield=True):
                 await api.unregister(self._who.connect_timeout_ms)
-        cancelled = None
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            cancelled = await exit_noting_cancel(tg)
         if pool is not None:
             cancelled = await exit_noting_cancel(pool) or cancelled
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
