@@ -161,7 +161,7 @@ class BrokerApi:
 
     async def query_offset(self, queue: MessageQueue) -> int | None:
         """The group's committed offset of ``queue``, or ``None`` when it has none. A 4.x
-        broker's 0 may mean either; its offset table says which (docs/consuming.md 1.7)."""
+        broker's 0 may mean either; its offset table says which (docs/consuming.md 1.8)."""
         response = await self._invoke_queue(queue, query_offset_request(self.group, queue))
         answer = read_query_offset(response)
         if answer.certain:

@@ -4,7 +4,7 @@
 Per queue, :attr:`PullBuffer.handed` is the offset after the last message handed out -
 or, once nothing of the queue is left, where the pull that brought them ended (past the
 messages the tag filter skipped). A message still in the buffer never counts, so a
-process that commits and stops loses nothing it did not see (docs/consuming.md 1.7).
+process that commits and stops loses nothing it did not see (docs/consuming.md 1.9).
 """
 
 from __future__ import annotations

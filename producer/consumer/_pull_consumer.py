@@ -7,7 +7,7 @@ choose. It heartbeats as Java's ``DefaultLitePullConsumer`` does (``CONSUME_ACTI
 with its subscriptions, every 30 s and whenever it learns a route), so the broker knows
 the group and creates its ``%RETRY%`` topic (``mqadmin consumerProgress`` works).
 
-Two offsets per queue (docs/consuming.md 1.7): the *position*, where the next pull starts,
+Two offsets per queue (docs/consuming.md 1.9): the *position*, where the next pull starts,
 moves when a pull returns, and only if every pull of its round went well (a failed round
 moves nothing, so nothing is skipped); the *handed-out* offset moves as messages are
 given to the caller - all of a ``getmany``, one at a time from ``async for``. Nothing is
@@ -227,7 +227,7 @@ class PullConsumer(AsyncLifecycle):
 
     async def committed(self, queue: MessageQueue) -> int | None:
         """The group's committed offset of ``queue``, or ``None`` if it never committed
-        one (a 4.x broker's ambiguous 0 is checked, docs/consuming.md 1.7)."""
+        one (a 4.x broker's ambiguous 0 is checked, docs/consuming.md 1.8)."""
         return await (await self._routed([queue])).query_offset(queue)
 
     async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
@@ -252,11 +252,12 @@ class PullConsumer(AsyncLifecycle):
         chosen = self._chosen(queues)
         if self._buffer:
             return self._buffer.take(chosen, max_records)
-        found = await self._round(chosen, 0, max_records)
-        if not any(p.messages for p in found.values()) and timeout_ms > 0:
-            found = await self._round(chosen, int(timeout_ms), max_records)
-        for pulled in found.values():
-            self._buffer.handed_all(pulled)
+        for suspend_ms in (0, int(timeout_ms)) if timeout_ms > 0 else (0,):
+            found = await self._round(chosen, suspend_ms, max_records)
+            for pulled in found.values():
+                self._buffer.handed_all(pulled)
+            if any(p.messages for p in found.values()):
+                break
         return {q: p.messages for q, p in found.items() if p.messages}
 
     def __aiter__(self) -> PullConsumer:
