@@ -124,6 +124,7 @@ class Broker:
             create_topic=self._topic_created,
             put=self.put,
             hold_check_ms=hold_check_ms,
+            version=version,
         )
         if auto_create_topic:
             self.store.put_topic(

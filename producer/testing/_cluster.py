@@ -34,6 +34,7 @@ from producer.testing._store import (
     PERM_READ,
     PERM_WRITE,
     TopicConfig,
+    seed_batch,
 )
 from producer.testing._tls import server_tls
 from producer.testing._transactions import TransactionConfig
@@ -362,6 +363,18 @@ class DevCluster(ClusterView, AsyncLifecycle):
         if isinstance(handler, Broker):
             handler.store.put_topic(config)
         self._namesrv.register_topic(broker, config)
+
+    def backlog(self, topic: str, per_queue: int, *, tags: str = "seed") -> int:
+        """Store ``per_queue`` small messages in every queue of ``topic`` on every broker,
+        straight into the stores (a backlog in an instant; no producer, no sends).
+        Returns how many were stored."""
+        stored = 0
+        for name in self.broker_names:
+            store = self._broker(name).store
+            config = store.topic(topic)
+            for queue_id in range(config.write_queue_nums if config is not None else 0):
+                stored += len(store.append(topic, queue_id, seed_batch(topic, per_queue, tags)))
+        return stored
 
     def drop_before(
         self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None

@@ -110,6 +110,10 @@ class ClusterView:
         """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""
         return self._broker(broker).consume.offsets.snapshot()
 
+    def consumers(self, broker: str) -> dict[str, dict[str, frozenset[str]]]:
+        """The consumer groups ``broker`` knows by heartbeat: group -> client id -> topics."""
+        return self._broker(broker).consume.registry.snapshot()
+
     def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
         """Orderly consumers' queue locks on ``broker``: ``{group: {queue: client_id}}``."""
         consume = self._broker(broker).consume

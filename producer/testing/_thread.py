@@ -143,6 +143,9 @@ class DevClusterThread(ClosesOnExit):
     def client_ssl_context(self) -> ssl.SSLContext:
         return self.cluster.client_ssl_context()
 
+    def backlog(self, topic: str, per_queue: int, *, tags: str = "seed") -> int:
+        return self._query(lambda: self.cluster.backlog(topic, per_queue, tags=tags))
+
     def drop_before(
         self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
     ) -> dict[tuple[str, int], int]:
@@ -156,6 +159,9 @@ class DevClusterThread(ClosesOnExit):
 
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         return self._query(lambda: self.cluster.consumer_offsets(broker))
+
+    def consumers(self, broker: str) -> dict[str, dict[str, frozenset[str]]]:
+        return self._query(lambda: self.cluster.consumers(broker))
 
     def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
         return self._query(lambda: self.cluster.queue_locks(broker))
