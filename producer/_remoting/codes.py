@@ -57,6 +57,11 @@ class RequestCode(enum.IntEnum):
     GET_ROUTEINFO_BY_TOPIC = 105
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
+    # 5.x pop consumption (producer._remoting.pop_requests)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    BATCH_ACK_MESSAGE = 200151
 
 
 class LanguageCode(enum.IntEnum):
@@ -100,6 +105,8 @@ _VERSION_NAMES[V5_3_3] = "V5_3_3"
 PROTOCOL_VERSION = V4_9_4
 #: The first broker version with timed delivery (TimerMessageStore, 5.0.0).
 TIMER_BROKER_VERSION = V5_0_0
+#: The first broker version with pop consumption (PopMessageProcessor, 5.0.0).
+POP_BROKER_VERSION = V5_0_0
 
 
 def version_name(version: int) -> str:

@@ -13,10 +13,17 @@ import dataclasses
 import random
 from collections.abc import Callable
 
-from producer._remoting.codes import TIMER_BROKER_VERSION, V4_9_4, RequestCode, ResponseCode
+from producer._remoting.codes import (
+    POP_BROKER_VERSION,
+    TIMER_BROKER_VERSION,
+    V4_9_4,
+    RequestCode,
+    ResponseCode,
+)
 from producer._remoting.command import RemotingCommand
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
 from producer._remoting.frame import decode_payload, encode_frame
+from producer._remoting.pop_requests import POP_CODES
 from producer._remoting.properties import TIMER_OUT_MS
 from producer._remoting.send_header import (
     DEFAULT_REGION,
@@ -28,6 +35,7 @@ from producer.testing._acl import AccessControl
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
+from producer.testing._pop import PopSide
 from producer.testing._schedule import SCHEDULE_TOPIC
 from producer.testing._send_checks import (
     SendRefusal,
@@ -118,6 +126,19 @@ class Broker:
             put=self.put,
             hold_check_ms=hold_check_ms,
         )
+        self.pop = (
+            PopSide(
+                self.store,
+                broker_name=name,
+                clock_ms=clock_ms,
+                rng=random.Random(rng.random()),
+                put=self.put,
+                create_topic=self._topic_created,
+                version=version,
+            )
+            if version >= POP_BROKER_VERSION
+            else None
+        )
         if auto_create_topic:
             self.store.put_topic(
                 TopicConfig(
@@ -137,12 +158,16 @@ class Broker:
             self.timer.deliver_due(self._clock_ms(), self.store, self.put)
         self.consume.tick()
         self.transactions.tick()
+        if self.pop is not None:
+            self.pop.tick()
 
     def set_store_host(self, host: str, port: int) -> None:
         self.store.set_store_host(host, port)
 
     def channel_closed(self, channel: Channel) -> None:
         self.consume.channel_closed(channel)
+        if self.pop is not None:
+            self.pop.channel_closed(channel)
         self.transactions.producers.channel_closed(channel)
 
     # -- RequestHandler ------------------------------------------------------------------
@@ -161,6 +186,9 @@ class Broker:
         elif request.code in CONSUME_CODES:
             decision = decider(False)
             response = self.consume.process(request, channel)
+        elif request.code in POP_CODES and self.pop is not None:  # a 5.x broker
+            decision = decider(False)
+            response = self.pop.process(request, channel)
         else:
             decision = decider(False)
             response = self.process_other(request, channel)
