@@ -11,8 +11,8 @@ recorded 5.2.0 session in ``tests/golden/sessions/pop_5_2_0``.
   topic ``%RETRY%<group>_<topic>`` fill what is left of the batch (first, one pop in
   five, as the broker's ``randomQ % 5``). Each queue read leaves a check point. Nothing
   found: the pop is held until a message arrives in the topic (not in the retry topic:
-  the broker does not wake on it) or until ``bornTime + pollTime``, then answered 210
-  POLLING_TIMEOUT ``NO_MESSAGE_IN_QUEUE``.
+  the broker does not wake on it) or until ``bornTime + pollTime`` less 50 ms
+  (``PopRequest.isTimeout``), then answered 210 POLLING_TIMEOUT ``NO_MESSAGE_IN_QUEUE``.
 * ACK_MESSAGE / BATCH_ACK_MESSAGE mark an offset of a check point; the answer is 0
   whether or not the check point still existed (a double ack, a stale handle after a
   change, an ack after the revive), 208 NO_MESSAGE for an offset outside the queue.
@@ -45,13 +45,13 @@ from producer._remoting.pop_requests import (
     POP_ORDER_REVIVE_QUEUE,
     InitMode,
     ReceiptHandle,
-    decode_batch_ack,
     pop_retry_topic,
 )
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer._remoting.store_record import encode_record
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer.testing._consume_fields import Refused, int_field, need, pending_copy, pulled_record
+from producer.testing._pop_acks import REVIVE_QUEUE_NUM, PopAcks
 from producer.testing._pop_state import CheckPoint, CheckPoints, OrderLock, OrderLocks
 from producer.testing._server import Channel
 from producer.testing._store import (
@@ -65,7 +65,8 @@ from producer.testing._store import (
 
 __all__ = ["PopSide"]
 
-REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
+#: ``PopRequest.isTimeout``: a held pop times out once now > bornTime + pollTime - 50.
+POLL_EARLY_MS = 50
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 _Put = Callable[[str, int, PendingMessage, bool], StoredMessage]
 
@@ -113,6 +114,7 @@ class PopSide:
         self._put = put
         self._create_topic = create_topic
         self._held: list[_HeldPop] = []
+        self.acks = PopAcks(store, self.checkpoints, self.order_locks, clock_ms=clock_ms, rng=rng)
         previous = store.on_append
 
         def on_append(topic: str, queue_id: int) -> None:
@@ -130,9 +132,7 @@ class PopSide:
         try:
             if request.code == RequestCode.POP_MESSAGE:
                 return self._pop(request, channel, hold=True)
-            if request.code == RequestCode.CHANGE_MESSAGE_INVISIBLETIME:
-                return self._change(request)
-            return self._ack(request)
+            return self.acks.answer(request)
         except Refused as refused:
             return request.make_response(refused.code, remark=refused.remark)
 
@@ -178,7 +178,7 @@ class PopSide:
         if not popped.records:
             poll = int_field(request, "pollTime")
             deadline = int_field(request, "bornTime") + poll
-            if hold and poll > 0 and now < deadline:
+            if hold and poll > 0 and now <= deadline - POLL_EARLY_MS:
                 self._held.append(_HeldPop(request, channel, deadline))
                 return None
         return self._pop_answer(request, popped, now, invisible, revive, order)
@@ -317,99 +317,6 @@ class PopSide:
             )
         return config
 
-    # -- ACK_MESSAGE, BATCH_ACK_MESSAGE --------------------------------------------------
-
-    def _ack(self, request: RemotingCommand) -> RemotingCommand:
-        ok = request.make_response(ResponseCode.SUCCESS)
-        if request.code == RequestCode.BATCH_ACK_MESSAGE:
-            _, acks = decode_batch_ack(request.body)
-            if not acks:
-                return request.make_response(ResponseCode.NO_MESSAGE)
-            for handle, group, topic in acks:
-                real = handle.real_topic(group, topic)
-                low, high = (
-                    self.store.min_offset(real, handle.queue_id),
-                    self.store.max_offset(real, handle.queue_id),
-                )
-                if low <= handle.queue_offset <= high:  # others are skipped, as the broker does
-                    self._apply_ack(group, real, handle)
-            return ok
-        group, topic = need(request, "consumerGroup"), need(request, "topic")
-        handle = ReceiptHandle.parse(need(request, "extraInfo"))
-        qid, offset = int_field(request, "queueId"), int_field(request, "offset")
-        self._check_offset(topic, qid, offset)
-        self._apply_ack(
-            group, topic, dataclasses.replace(handle, queue_id=qid, queue_offset=offset)
-        )
-        return ok
-
-    def _check_offset(self, topic: str, qid: int, offset: int) -> None:
-        config = self.store.topic(topic)
-        if config is None:
-            raise Refused(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {_FAQ}",
-            )
-        if not 0 <= qid < config.read_queue_nums:
-            raise Refused(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"queueId[{qid}] is illegal, topic:[{topic}] "
-                f"topicConfig.readQueueNums:[{config.read_queue_nums}]",
-            )
-        low, high = self.store.min_offset(topic, qid), self.store.max_offset(topic, qid)
-        if not low <= offset <= high:
-            raise Refused(
-                ResponseCode.NO_MESSAGE,
-                f"offset is illegal, key:{topic}@{qid}, commit:{offset}, store:{low}~{high}",
-            )
-
-    def _apply_ack(self, group: str, topic: str, handle: ReceiptHandle) -> None:
-        if handle.is_order:
-            self.order_locks.acked(group, topic, handle.queue_id, handle.queue_offset)
-            return
-        self.checkpoints.ack(
-            group,
-            topic,
-            handle.queue_id,
-            handle.ck_queue_offset,
-            handle.pop_time,
-            handle.queue_offset,
-        )
-
-    # -- CHANGE_MESSAGE_INVISIBLETIME ----------------------------------------------------
-
-    def _change(self, request: RemotingCommand) -> RemotingCommand:
-        group, topic = need(request, "consumerGroup"), need(request, "topic")
-        handle = ReceiptHandle.parse(need(request, "extraInfo"))
-        qid, offset = int_field(request, "queueId"), int_field(request, "offset")
-        invisible = int_field(request, "invisibleTime")
-        self._check_offset(topic, qid, offset)
-        now = self._clock_ms()
-        if handle.is_order:  # processChangeInvisibleTimeForOrder: same pop time, longer
-            lock = self.order_locks.get(group, topic, qid)
-            total = now - handle.pop_time + invisible
-            if lock is not None and lock.pop_time == handle.pop_time:
-                lock.invisible_time = total
-            fields = {
-                "popTime": str(handle.pop_time),
-                "invisibleTime": str(total),
-                "reviveQid": str(POP_ORDER_REVIVE_QUEUE),
-            }
-        else:
-            revive = self._rng.randrange(REVIVE_QUEUE_NUM)
-            self.checkpoints.add(
-                CheckPoint(group, topic, qid, offset, now, invisible, revive, [offset])
-            )
-            self.checkpoints.ack(group, topic, qid, handle.ck_queue_offset, handle.pop_time, offset)
-            fields = {
-                "popTime": str(now),
-                "invisibleTime": str(invisible),
-                "reviveQid": str(revive),
-            }
-        return request.make_response(
-            ResponseCode.SUCCESS, ext_fields=fields, remark="not set any response code"
-        )
-
     # -- time and arrivals ---------------------------------------------------------------
 
     def tick(self) -> None:
@@ -417,10 +324,13 @@ class PopSide:
         now = self._clock_ms()
         for ck in self.checkpoints.due(now):
             self._revive(ck)
-        due = [held for held in self._held if held.deadline_ms <= now]
-        self._held = [held for held in self._held if held.deadline_ms > now]
+        due, self._held = _split(self._held, lambda h: now > h.deadline_ms - POLL_EARLY_MS)
         for held in due:
             self._answer_held(held)
+        # enableNotifyAfterPopOrderLockRelease: an orderly queue let go wakes its pops.
+        ordered, self._held = _split(self._held, lambda h: h.request.field("order") == "true")
+        for held in ordered:
+            self._answer_held(held, hold_again=True)
 
     def _revive(self, ck: CheckPoint) -> None:
         """``PopReviveService.reviveRetry``: each un-acked message into the retry topic."""
@@ -446,8 +356,7 @@ class PopSide:
     def _wake(self, topic: str) -> None:
         if not self._held or topic.startswith(RETRY_PREFIX):
             return  # the broker does not wake pops on the pop retry topic
-        woken = [held for held in self._held if held.request.field("topic") == topic]
-        self._held = [held for held in self._held if held.request.field("topic") != topic]
+        woken, self._held = _split(self._held, lambda h: h.request.field("topic") == topic)
         for held in woken:
             if held.channel.is_open:
                 self._answer_held(held, hold_again=True)
@@ -465,6 +374,17 @@ class PopSide:
 
     def channel_closed(self, channel: Channel) -> None:
         self._held = [held for held in self._held if held.channel is not channel]
+
+
+def _split(
+    held: list[_HeldPop], chosen: Callable[[_HeldPop], bool]
+) -> tuple[list[_HeldPop], list[_HeldPop]]:
+    """(the held pops ``chosen`` picks, the others), in order."""
+    picked: list[_HeldPop] = []
+    kept: list[_HeldPop] = []
+    for item in held:
+        (picked if chosen(item) else kept).append(item)
+    return picked, kept
 
 
 def _rotated(count: int, start: int) -> list[int]:
