@@ -1,4 +1,4 @@
-"""A 5.x broker's pop consumption, as the 5.2.0 broker answers it (docs/consuming.md 6; no I/O).
+"""A 5.x broker's pop consumption, as the 5.2.0 broker answers it (docs/consuming.md 6.2; no I/O).
 
 Followed: ``PopMessageProcessor.processRequest`` / ``popMsgFromQueue`` / ``getInitOffset``,
 ``AckMessageProcessor.processRequest`` / ``appendAck`` / ``ackOrderly``,
