@@ -2,10 +2,12 @@
 ack or a change may do with them (docs/consuming.md 6.3; no I/O, time passed in).
 
 A popped message is invisible to every other consumer of its group until its **local
-deadline**: the consumer's monotonic time taken *before* the pop was sent, plus the
-invisible time asked. The broker's own deadline (its popTime plus the invisible time) is
-later than that, so a message the consumer still counts as held is held by the broker
-too. Each message carries one :class:`Receipt`, which is the only place its handle lives:
+deadline**: the consumer's monotonic time taken *before* the pop was sent, plus how long
+the broker held the pop before popping (``popTime - bornTime``, at most the time the
+answer took: a long-polled pop pops when a message arrives), plus the invisible time. So
+the local deadline is at most the answer's one-way trip later than the broker's (popTime
+plus the invisible time), and earlier when the clocks disagree the other way. Each
+message carries one :class:`Receipt`, which is the only place its handle lives:
 
 * ``HELD`` - popped, not acked: :func:`decide` hands out the current handle;
 * after a change, the receipt holds the new handle and the new deadline (the broker
@@ -27,7 +29,7 @@ from producer._remoting.pop_requests import POP_CK, PopResult, ReceiptHandle
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer.errors import LocalProtocolError, ReceiptHandleExpiredError
 
-__all__ = ["PoppedMessage", "Receipt", "ReceiptState", "decide", "popped_messages"]
+__all__ = ["PopTiming", "PoppedMessage", "Receipt", "ReceiptState", "decide", "popped_messages"]
 
 
 class ReceiptState(enum.Enum):
@@ -78,13 +80,28 @@ class PoppedMessage(ReceivedMessage):
         return self.receipt.state is ReceiptState.ACKED
 
 
+@dataclass(frozen=True, slots=True)
+class PopTiming:
+    """When a pop was sent (monotonic and wall ms, its ``bornTime``) and answered."""
+
+    sent_at_ms: float
+    born_ms: int
+    answered_at_ms: float
+
+    def popped_at_ms(self, pop_time: int) -> float:
+        """The local monotonic time the broker popped at, as the module says."""
+        held = min(max(pop_time - self.born_ms, 0), self.answered_at_ms - self.sent_at_ms)
+        return self.sent_at_ms + held
+
+
 def popped_messages(
-    result: PopResult, group: str, topic: str, broker_name: str, sent_at_ms: float
+    result: PopResult, group: str, topic: str, broker_name: str, timing: PopTiming
 ) -> list[PoppedMessage]:
     """The messages of a FOUND pop answer from ``broker_name``, each with its handle (the
     broker's ``POP_CK`` for a retried copy, else built from the answer's header) and its
-    deadline (``sent_at_ms`` plus the invisible time). An orderly pop's messages count
-    their earlier deliveries from ``orderCountInfo``."""
+    local deadline. An orderly pop's messages count their earlier deliveries from
+    ``orderCountInfo``."""
+    popped_at = timing.popped_at_ms(result.pop_time)
     popped: list[PoppedMessage] = []
     for message in decode_pulled(result.body, broker_name):
         carried = message.properties.get(POP_CK)
@@ -97,7 +114,7 @@ def popped_messages(
             counted = result.reconsume_times(queue_id, message.queue_offset, retry)
             if counted is not None:
                 message.reconsume_times = counted
-        deadline = sent_at_ms + handle.invisible_time
+        deadline = popped_at + handle.invisible_time
         popped.append(_popped(message, Receipt(group, topic, handle, deadline)))
     return popped
 

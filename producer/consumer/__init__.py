@@ -21,6 +21,7 @@ from producer._remoting.message import MessageQueue
 from producer._remoting.retry_topics import dlq_topic, retry_topic
 from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
 from producer.consumer._listener import ConsumeContext
+from producer.consumer._pop_consumer import PopConsumer
 from producer.consumer._pull_consumer import PullConsumer
 from producer.consumer._push_consumer import PushConsumer
 from producer.consumer._simple_consumer import SimpleConsumer
@@ -32,6 +33,7 @@ __all__ = [
     "DeadLetter",
     "DeadLetterQueue",
     "MessageQueue",
+    "PopConsumer",
     "PoppedMessage",
     "PullConsumer",
     "PushConsumer",

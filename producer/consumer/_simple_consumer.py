@@ -22,7 +22,13 @@ import ssl as ssl_module
 from collections import deque
 
 from producer._client.clock import Clock, LoopClock
-from producer._consume.pop import PoppedMessage, ReceiptState, decide, popped_messages
+from producer._consume.pop import (
+    PoppedMessage,
+    PopTiming,
+    ReceiptState,
+    decide,
+    popped_messages,
+)
 from producer._lifecycle import AsyncLifecycle
 from producer._remoting.acl import Credentials
 from producer._remoting.codes import POP_BROKER_VERSION, version_name
@@ -160,17 +166,18 @@ class SimpleConsumer(AsyncLifecycle):
         api, clock = self._open()
         topic, broker_name, addr = await self._next_broker(api)
         await self._check_version(api, broker_name, addr, topic)
-        sent_at = clock.monotonic_ms()
+        sent_at, born = clock.monotonic_ms(), clock.wall_ms()
         params = PopParams(
             group=self.group, topic=topic, broker_name=broker_name, max_messages=count,
-            invisible_ms=invisible, poll_ms=self.await_duration_ms, born_ms=clock.wall_ms(),
+            invisible_ms=invisible, poll_ms=self.await_duration_ms, born_ms=born,
             init_mode=InitMode.MAX, expression=self._subscriptions[topic], order=self.orderly,
         )  # fmt: skip
         timeout = self.await_duration_ms + self._request_timeout_ms
         result = parse_pop_response(await api.client.invoke(addr, pop_request(params), timeout))
         if not result.found:
             return []
-        return popped_messages(result, self.group, topic, broker_name, sent_at)
+        timing = PopTiming(sent_at, born, clock.monotonic_ms())
+        return popped_messages(result, self.group, topic, broker_name, timing)
 
     def __aiter__(self) -> SimpleConsumer:
         return self
@@ -215,6 +222,17 @@ class SimpleConsumer(AsyncLifecycle):
         response = await api.client.invoke(addr, request, self._request_timeout_ms)
         handle = parse_change_response(response, receipt.handle)
         receipt.renewed(handle, sent_at + invisible_duration_ms)
+
+    async def dead_letter(self, message: PoppedMessage, max_reconsume_times: int = 16) -> None:
+        """Move ``message`` to the group's dead-letter queue ``%DLQ%<group>``
+        (CONSUMER_SEND_MSG_BACK with delay level -1), then ack it: it is not delivered
+        again. Raises :class:`~producer.errors.ReceiptHandleExpiredError` (nothing sent)
+        when its invisible time already ran out."""
+        api, clock = self._open()
+        if decide(message, self.group, "dead-letter", clock.monotonic_ms()) is None:
+            raise LocalProtocolError(f"message {message.msg_id} was already acknowledged")
+        await api.send_back(message, -1, max_reconsume_times)
+        await self.ack(message)
 
     # -- helpers -------------------------------------------------------------------------
 

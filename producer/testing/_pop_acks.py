@@ -19,7 +19,7 @@ from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.pop_requests import POP_ORDER_REVIVE_QUEUE, ReceiptHandle, decode_batch_ack
 from producer.testing._consume_fields import Refused, int_field, need
-from producer.testing._pop_state import CheckPoint, CheckPoints, OrderLocks
+from producer.testing._pop_state import CheckPoint, CheckPoints, CkKey, OrderLocks
 from producer.testing._store import BrokerStore
 
 __all__ = ["REVIVE_QUEUE_NUM", "PopAcks"]
@@ -103,14 +103,7 @@ class PopAcks:
         if handle.is_order:
             self.order_locks.acked(group, topic, handle.queue_id, handle.queue_offset)
             return
-        self.checkpoints.ack(
-            group,
-            topic,
-            handle.queue_id,
-            handle.ck_queue_offset,
-            handle.pop_time,
-            handle.queue_offset,
-        )
+        self.checkpoints.ack(_ck_key(group, topic, handle), handle.queue_offset)
 
     def _change(self, request: RemotingCommand) -> RemotingCommand:
         group, topic = need(request, "consumerGroup"), need(request, "topic")
@@ -131,10 +124,12 @@ class PopAcks:
             }
         else:
             revive = self._rng.randrange(REVIVE_QUEUE_NUM)
+            # ackOrigin first, so that a new check point sharing the old one's key (a
+            # change in the millisecond of its pop) is not the one acked.
+            self.checkpoints.ack(_ck_key(group, topic, handle), offset)
             self.checkpoints.add(
                 CheckPoint(group, topic, qid, offset, now, invisible, revive, [offset])
             )
-            self.checkpoints.ack(group, topic, qid, handle.ck_queue_offset, handle.pop_time, offset)
             fields = {
                 "popTime": str(now),
                 "invisibleTime": str(invisible),
@@ -143,3 +138,15 @@ class PopAcks:
         return request.make_response(
             ResponseCode.SUCCESS, ext_fields=fields, remark="not set any response code"
         )
+
+
+def _ck_key(group: str, topic: str, handle: ReceiptHandle) -> CkKey:
+    """The check point a handle names."""
+    return (
+        group,
+        topic,
+        handle.queue_id,
+        handle.ck_queue_offset,
+        handle.pop_time,
+        handle.revive_qid,
+    )

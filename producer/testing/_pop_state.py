@@ -44,50 +44,50 @@ class CheckPoint:
         return self.acked.issuperset(self.offsets)
 
 
-CkKey = tuple[str, str, int, int, int]  # group, topic, queue, start offset, pop time
+CkKey = tuple[str, str, int, int, int, int]  # group, topic, queue, start, popTime, reviveQid
 
 
 class CheckPoints:
-    """Every broker check point not yet revived, by (group, topic, queue, start, popTime)."""
+    """Every check point not yet revived, by (group, topic, queue, start offset, popTime,
+    revive queue): what an ack's handle names. Two can share a key (a change in the
+    millisecond of its pop); an ack marks the first that still holds its offset."""
 
     def __init__(self) -> None:
-        self._cks: dict[CkKey, CheckPoint] = {}
+        self._cks: dict[CkKey, list[CheckPoint]] = {}
 
     def __len__(self) -> int:
-        return len(self._cks)
+        return sum(len(cks) for cks in self._cks.values())
 
     def add(self, ck: CheckPoint) -> None:
-        key = (ck.group, ck.topic, ck.queue_id, ck.start_offset, ck.pop_time)
-        existing = self._cks.get(key)
-        if existing is not None:  # two pops of a queue in the same millisecond
-            existing.offsets += ck.offsets
-            return
-        self._cks[key] = ck
+        key = (ck.group, ck.topic, ck.queue_id, ck.start_offset, ck.pop_time, ck.revive_qid)
+        self._cks.setdefault(key, []).append(ck)
 
-    def ack(
-        self, group: str, topic: str, queue_id: int, start: int, pop_time: int, offset: int
-    ) -> bool:
+    def ack(self, key: CkKey, offset: int) -> bool:
         """Mark ``offset`` acked on its check point; False when there is none (a stale
-        handle, a check point already revived, or a double ack that finished it)."""
-        ck = self._cks.get((group, topic, queue_id, start, pop_time))
-        if ck is None or offset not in ck.offsets:
-            return False
-        ck.acked.add(offset)
-        if ck.is_done:
-            del self._cks[(group, topic, queue_id, start, pop_time)]
-        return True
+        handle, a check point already revived, a double ack)."""
+        cks = self._cks.get(key, [])
+        for ck in cks:
+            if offset in ck.offsets and offset not in ck.acked:
+                ck.acked.add(offset)
+                if ck.is_done:
+                    cks.remove(ck)
+                    if not cks:
+                        del self._cks[key]
+                return True
+        return False
 
     def due(self, now_ms: int) -> list[CheckPoint]:
         """Check points whose invisible time ran out, removed (the caller revives them)."""
-        found = [key for key, ck in self._cks.items() if ck.due_ms <= now_ms]
-        return [self._cks.pop(key) for key in found]
-
-    def in_flight(self, group: str, topic: str) -> int:
-        return sum(
-            len(ck.offsets) - len(ck.acked)
-            for ck in self._cks.values()
-            if ck.group == group and ck.topic == topic
-        )
+        found: list[CheckPoint] = []
+        for key in list(self._cks):
+            cks = self._cks[key]
+            found += [ck for ck in cks if ck.due_ms <= now_ms]
+            kept = [ck for ck in cks if ck.due_ms > now_ms]
+            if kept:
+                self._cks[key] = kept
+            else:
+                del self._cks[key]
+        return found
 
 
 @dataclass
