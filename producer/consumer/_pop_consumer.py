@@ -26,7 +26,7 @@ import anyio.abc
 from producer._client.clock import Clock
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.pop import PoppedMessage
-from producer._consume.pop_retry import PopAction, pop_step
+from producer._consume.pop_retry import PopAction, PopStep, pop_step
 from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
 from producer._remoting.acl import Credentials
 from producer._remoting.pop_requests import MAX_POP_MESSAGES
@@ -175,8 +175,22 @@ class PopConsumer(AsyncLifecycle):
             context = ConsumeContext(batch[0].queue)
             status = await self._call(batch, context)
             self.stats["consumed"] += len(batch)
-            for index, message in enumerate(batch):
-                await self._settle(message, status, index, context)
+            steps = [
+                pop_step(
+                    status,
+                    i,
+                    context.ack_index,
+                    m.reconsume_times,
+                    self.max_reconsume_times,
+                    context.delay_level,
+                )
+                for i, m in enumerate(batch)
+            ]
+            acks = [m for m, step in zip(batch, steps, strict=True) if step.action is PopAction.ACK]
+            await self._ack(acks)
+            for message, step in zip(batch, steps, strict=True):
+                if step.action is not PopAction.ACK:
+                    await self._settle(message, step)
         finally:
             self._cached -= len(batch)
             self._room.set()
@@ -194,18 +208,19 @@ class PopConsumer(AsyncLifecycle):
             return ConsumeStatus.RECONSUME_LATER
         return result if isinstance(result, ConsumeStatus) else ConsumeStatus.RECONSUME_LATER
 
-    async def _settle(
-        self, message: PoppedMessage, status: ConsumeStatus, index: int, context: ConsumeContext
-    ) -> None:
-        step = pop_step(
-            status, index, context.ack_index, message.reconsume_times,
-            self.max_reconsume_times, context.delay_level,
-        )  # fmt: skip
+    async def _ack(self, messages: list[PoppedMessage]) -> None:
+        if not messages:
+            return
         try:
-            if step.action is PopAction.ACK:
-                await self.pop.ack(message)
-                self.stats["acked"] += 1
-            elif step.action is PopAction.RETRY:
+            await self.pop.ack_batch(messages)
+            self.stats["acked"] += len(messages)
+        except ProducerError as exc:  # they come back when their invisible time runs out
+            self.stats["lost_handles"] += len(messages)
+            log.warning("%s: acking %d messages failed: %s", self.group, len(messages), exc)
+
+    async def _settle(self, message: PoppedMessage, step: PopStep) -> None:
+        try:
+            if step.action is PopAction.RETRY:
                 await self.pop.change_invisible_duration(message, step.delay_ms)
                 self.stats["retried"] += 1
             else:

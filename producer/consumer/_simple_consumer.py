@@ -20,23 +20,26 @@ from __future__ import annotations
 import random
 import ssl as ssl_module
 from collections import deque
+from collections.abc import Sequence
 
 from producer._client.clock import Clock, LoopClock
 from producer._consume.pop import (
     PoppedMessage,
     PopTiming,
+    Receipt,
     ReceiptState,
     decide,
     popped_messages,
 )
 from producer._lifecycle import AsyncLifecycle
 from producer._remoting.acl import Credentials
-from producer._remoting.codes import POP_BROKER_VERSION, version_name
+from producer._remoting.codes import POP_BROKER_VERSION, V5_2_0, version_name
 from producer._remoting.pop_requests import (
     MAX_POP_MESSAGES,
     InitMode,
     PopParams,
     ack_request,
+    batch_ack_request,
     change_invisible_request,
     check_ack,
     parse_change_response,
@@ -58,6 +61,8 @@ __all__ = ["MAX_INVISIBLE_MS", "MIN_INVISIBLE_MS", "SimpleConsumer"]
 #: checks none, so the consumer does.
 MIN_INVISIBLE_MS = 10_000
 MAX_INVISIBLE_MS = 12 * 3600 * 1000
+#: BATCH_ACK_MESSAGE is used only on brokers known to serve it (seen on 5.2.0).
+BATCH_ACK_BROKER_VERSION = V5_2_0
 AWAIT_DURATION_MS = 15_000  # how long a pop waits for messages (the 5.2.0 push consumer's)
 
 
@@ -204,6 +209,29 @@ class SimpleConsumer(AsyncLifecycle):
         request = ack_request(self.group, receipt.topic, receipt.handle)
         check_ack(await api.client.invoke(addr, request, self._request_timeout_ms))
         receipt.state = ReceiptState.ACKED
+
+    async def ack_batch(self, messages: Sequence[PoppedMessage]) -> None:
+        """Acknowledge several messages: one BATCH_ACK_MESSAGE per broker and topic on a
+        broker known to have it (5.2.0 on), else one ack each. Every message is checked
+        first (as :meth:`ack` does): an expired one raises before anything is sent."""
+        api, clock = self._open()
+        now = clock.monotonic_ms()
+        chosen = [(m, r) for m in messages if (r := decide(m, self.group, "ack", now)) is not None]
+        groups: dict[tuple[str, str], list[Receipt]] = {}
+        for _, receipt in chosen:
+            groups.setdefault((receipt.handle.broker_name, receipt.topic), []).append(receipt)
+        for (broker_name, topic), receipts in groups.items():
+            addr = api.addr(broker_name)
+            if self._versions.get(addr, 0) < BATCH_ACK_BROKER_VERSION or len(receipts) == 1:
+                for receipt in receipts:
+                    request = ack_request(self.group, topic, receipt.handle)
+                    check_ack(await api.client.invoke(addr, request, self._request_timeout_ms))
+                    receipt.state = ReceiptState.ACKED
+                continue
+            request = batch_ack_request(self.group, topic, [r.handle for r in receipts])
+            check_ack(await api.client.invoke(addr, request, self._request_timeout_ms))
+            for receipt in receipts:
+                receipt.state = ReceiptState.ACKED
 
     async def change_invisible_duration(
         self, message: PoppedMessage, invisible_duration_ms: int

@@ -234,3 +234,20 @@ async def test_receive_needs_a_subscription_and_a_start(cluster: DevClusterThrea
     async with SimpleConsumer(GROUP, cluster.namesrv_addr) as c:
         with pytest.raises(LocalProtocolError, match="subscribe"):
             await c.receive()
+
+
+async def test_ack_batch_acks_every_message_in_one_request_per_broker(
+    cluster: DevClusterThread, clock: MovingClock
+) -> None:
+    await send(cluster, 6)
+    async with consumer(cluster, clock) as c:
+        got = await receive_all(c, 6)
+        assert len(got) == 6
+        await c.ack_batch(got[:5])
+        assert [m.is_acked for m in got] == [True] * 5 + [False]
+        clock.advance(cluster, INVISIBLE)
+        (back,) = await c.receive(32, INVISIBLE)  # only the one left out comes back
+        assert back.msg_id == got[5].msg_id
+        with pytest.raises(ReceiptHandleExpiredError):
+            await c.ack_batch([got[5]])
+        await c.ack_batch([back])
