@@ -57,6 +57,7 @@ class RequestCode(enum.IntEnum):
     GET_ROUTEINFO_BY_TOPIC = 105
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
+    GET_TOPIC_CONFIG = 351  # 5.x: a topic's config, with its message type
     # 5.x pop consumption (producer._remoting.pop_requests)
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051

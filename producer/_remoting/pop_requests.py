@@ -50,7 +50,9 @@ __all__ = [
     "parse_offset_info",
     "parse_pop_response",
     "pop_request",
+    "parse_message_type",
     "pop_retry_topic",
+    "topic_config_request",
 ]
 
 #: A broker answers a pop asking for more with INVALID_PARAMETER
@@ -133,6 +135,28 @@ class ReceiptHandle:
     def real_topic(self, group: str, topic: str) -> str:
         """``ExtraInfoUtil.getRealTopic``: the pop retry topic for a retried copy."""
         return pop_retry_topic(group, topic) if self.retry else topic
+
+
+# -- GET_TOPIC_CONFIG: is the topic FIFO? ----------------------------------------------
+
+
+def topic_config_request(topic: str) -> RemotingCommand:
+    """GET_TOPIC_CONFIG (5.x) for ``topic``."""
+    return RemotingCommand(RequestCode.GET_TOPIC_CONFIG, ext_fields={"topic": topic})
+
+
+def parse_message_type(response: RemotingCommand) -> str:
+    """The topic's ``message.type`` attribute (``NORMAL`` when unset); an error raises."""
+    check_ack(response)
+    try:
+        body = msgspec.json.decode(response.body or b"{}")
+    except msgspec.DecodeError as exc:
+        raise RemoteProtocolError(f"topic config body: {exc}") from None
+    attributes = body.get("attributes") if isinstance(body, dict) else None
+    if not isinstance(attributes, dict):
+        return "NORMAL"
+    found = attributes.get("message.type", attributes.get("+message.type", "NORMAL"))
+    return str(found)
 
 
 # -- POP_MESSAGE ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ sent.
 
 from __future__ import annotations
 
+import logging
 import random
 import ssl as ssl_module
 from collections import deque
@@ -43,8 +44,10 @@ from producer._remoting.pop_requests import (
     change_invisible_request,
     check_ack,
     parse_change_response,
+    parse_message_type,
     parse_pop_response,
     pop_request,
+    topic_config_request,
 )
 from producer._remoting.requests import max_offset_request
 from producer._remoting.subscription import parse_subscription
@@ -52,9 +55,16 @@ from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi
 from producer.consumer._connect import Identity, open_api
-from producer.errors import InvalidOptionError, LocalProtocolError, PopUnsupportedError
+from producer.errors import (
+    BrokerError,
+    InvalidOptionError,
+    LocalProtocolError,
+    PopUnsupportedError,
+)
 
 __all__ = ["MAX_INVISIBLE_MS", "MIN_INVISIBLE_MS", "SimpleConsumer"]
+
+log = logging.getLogger("producer.consumer")
 
 #: The 5.x proxy's bounds on a receive's invisible time (``ProxyConfig``
 #: ``minInvisibleTimeMillsForRecv`` / ``maxInvisibleTimeMills``); a remoting broker
@@ -117,6 +127,7 @@ class SimpleConsumer(AsyncLifecycle):
         self._closed = False
         self._subscriptions: dict[str, str] = {}
         self._versions: dict[str, int] = {}
+        self._normal_topics: set[tuple[str, str]] = set()  # (broker address, topic) not FIFO
         self._turn = 0
         self._buffer: deque[PoppedMessage] = deque()
 
@@ -289,6 +300,26 @@ class SimpleConsumer(AsyncLifecycle):
             version = self._versions[addr] = response.version
         if version < POP_BROKER_VERSION:
             raise PopUnsupportedError(broker_name, addr, version_name(version))
+        if not self.orderly and (addr, topic) not in self._normal_topics:
+            kind = await self._message_type(api, addr, topic)
+            if kind == "FIFO":
+                raise InvalidOptionError(
+                    f"topic {topic} is a FIFO topic on broker {broker_name}: pop it with "
+                    "SimpleConsumer(..., orderly=True), or its messages come out of order"
+                )
+            self._normal_topics.add((addr, topic))
+
+    async def _message_type(self, api: BrokerApi, addr: str, topic: str) -> str:
+        """The topic's 5.x message type (GET_TOPIC_CONFIG); ``NORMAL`` when the broker will
+        not say (an error answer: no such request, no permission)."""
+        request = topic_config_request(topic)
+        try:
+            return parse_message_type(
+                await api.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS)
+            )
+        except BrokerError as exc:
+            log.debug("message type of %s at %s unknown: %s", topic, addr, exc)
+            return "NORMAL"
 
     def _open(self) -> tuple[BrokerApi, Clock]:
         if self._api is None or self._clock is None:

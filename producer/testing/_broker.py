@@ -35,7 +35,7 @@ from producer.testing._acl import AccessControl
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
-from producer.testing._pop import PopSide
+from producer.testing._pop import PopSide, topic_config_answer
 from producer.testing._schedule import SCHEDULE_TOPIC
 from producer.testing._send_checks import (
     SendRefusal,
@@ -207,6 +207,8 @@ class Broker:
             return answer_unregister(request, self.transactions.producers, self.consume)
         if code == RequestCode.GET_MAX_OFFSET:
             return self._max_offset(request)
+        if code == RequestCode.GET_TOPIC_CONFIG and self.pop is not None:  # 5.x only
+            return topic_config_answer(request, self.store)
         return not_supported(request)
 
     # -- sends ---------------------------------------------------------------------------

@@ -35,6 +35,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import msgspec
+
 from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import encode_frame
@@ -374,6 +376,28 @@ class PopSide:
 
     def channel_closed(self, channel: Channel) -> None:
         self._held = [held for held in self._held if held.channel is not channel]
+
+
+def topic_config_answer(request: RemotingCommand, store: BrokerStore) -> RemotingCommand:
+    """GET_TOPIC_CONFIG (``AdminBrokerProcessor.getTopicConfig``): the topic's config as
+    JSON, its message type among its attributes; 17 for a topic the broker lacks."""
+    topic = request.field("topic") or ""
+    config = store.topic(topic)
+    if config is None:
+        return request.make_response(
+            ResponseCode.TOPIC_NOT_EXIST, remark=f"No topic in this broker. topic: {topic}"
+        )
+    body = {
+        "attributes": {"message.type": config.message_type},
+        "order": False,
+        "perm": config.perm,
+        "readQueueNums": config.read_queue_nums,
+        "topicFilterType": "SINGLE_TAG",
+        "topicName": config.name,
+        "topicSysFlag": config.topic_sys_flag,
+        "writeQueueNums": config.write_queue_nums,
+    }
+    return request.make_response(ResponseCode.SUCCESS, body=msgspec.json.encode(body))
 
 
 def _split(

@@ -177,7 +177,7 @@ async def test_async_for_hands_out_messages_one_at_a_time(
 async def test_orderly_pop_gives_a_queues_next_message_only_after_the_ack(
     cluster: DevClusterThread, clock: MovingClock
 ) -> None:
-    cluster.add_topic("Fifo", 1)
+    cluster.add_topic("Fifo", 1, message_type="FIFO")
     await send(cluster, 3, topic="Fifo")
     async with SimpleConsumer(
         GROUP, cluster.namesrv_addr, await_duration_ms=0, clock=clock, orderly=True
@@ -251,3 +251,23 @@ async def test_ack_batch_acks_every_message_in_one_request_per_broker(
         with pytest.raises(ReceiptHandleExpiredError):
             await c.ack_batch([got[5]])
         await c.ack_batch([back])
+
+
+async def test_a_fifo_topic_popped_without_orderly_is_refused_before_anything_is_popped(
+    cluster: DevClusterThread, clock: MovingClock
+) -> None:
+    cluster.add_topic("Fifo", 1, message_type="FIFO")
+    await send(cluster, 1, topic="Fifo")
+    async with SimpleConsumer(GROUP, cluster.namesrv_addr, await_duration_ms=0, clock=clock) as c:
+        c.subscribe("Fifo")
+        with pytest.raises(
+            InvalidOptionError, match=r"topic Fifo is a FIFO topic on broker broker-a.*orderly=True"
+        ):
+            await c.receive()
+    async with SimpleConsumer(
+        GROUP, cluster.namesrv_addr, await_duration_ms=0, clock=clock, orderly=True
+    ) as ordered:
+        ordered.subscribe("Fifo")
+        (message,) = await ordered.receive(1, INVISIBLE)  # nothing was lost
+        assert message.body == b"m0" and message.reconsume_times == 0
+        await ordered.ack(message)
