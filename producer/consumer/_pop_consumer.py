@@ -165,12 +165,38 @@ class PopConsumer(AsyncLifecycle):
                 await anyio.sleep(1.0)  # a broker refusing pops: not in a tight loop
                 continue
             self._cached += len(popped)
+            if self.pop.orderly:  # each queue's messages in order, one batch after another
+                by_queue: dict[tuple[str, int], list[PoppedMessage]] = {}
+                for message in popped:
+                    handle = message.receipt.handle
+                    by_queue.setdefault((handle.broker_name, handle.queue_id), []).append(message)
+                for messages in by_queue.values():
+                    self._in_flight.enter()
+                    self._tg.start_soon(self._consume_in_order, messages)
+                continue
             for start in range(0, len(popped), self.consume_batch_size):
                 batch = popped[start : start + self.consume_batch_size]
                 self._in_flight.enter()
                 self._tg.start_soon(self._consume, batch)
 
-    async def _consume(self, batch: list[PoppedMessage]) -> None:
+    async def _consume_in_order(self, messages: list[PoppedMessage]) -> None:
+        """An orderly pop of one queue: batch after batch; after a batch that is not all
+        acked, the rest are left un-consumed (the broker holds the queue, then hands them
+        out again after the failed ones)."""
+        try:
+            for start in range(0, len(messages), self.consume_batch_size):
+                batch = messages[start : start + self.consume_batch_size]
+                self._in_flight.enter()
+                if not await self._consume(batch):
+                    remaining = len(messages) - start - len(batch)
+                    self._cached -= remaining
+                    self._room.set()
+                    return
+        finally:
+            self._in_flight.leave()
+
+    async def _consume(self, batch: list[PoppedMessage]) -> bool:
+        """Consume one batch and settle it; True when every message was acked."""
         try:
             context = ConsumeContext(batch[0].queue)
             status = await self._call(batch, context)
@@ -191,6 +217,7 @@ class PopConsumer(AsyncLifecycle):
             for message, step in zip(batch, steps, strict=True):
                 if step.action is not PopAction.ACK:
                     await self._settle(message, step)
+            return len(acks) == len(batch)
         finally:
             self._cached -= len(batch)
             self._room.set()
