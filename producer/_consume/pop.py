@@ -104,7 +104,12 @@ def popped_messages(
     popped_at = timing.popped_at_ms(result.pop_time)
     popped: list[PoppedMessage] = []
     for message in decode_pulled(result.body, broker_name):
-        carried = message.properties.get(POP_CK)
+        # Only a retried copy carries the broker's handle: read the properties text once
+        # for it, and leave the other messages' properties undecoded until asked.
+        raw = message._properties
+        carried = (
+            message.properties.get(POP_CK) if not isinstance(raw, str) or POP_CK in raw else None
+        )
         if carried is not None:
             handle = ReceiptHandle.parse(carried)
         else:

@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from producer._client.clock import Clock
 from producer._consume.decisions import ConsumeStatus
@@ -104,6 +105,8 @@ class PopConsumer(AsyncLifecycle):
         self._cached = 0
         self._room = anyio.Event()
         self._stopping = False
+        self._ack_pending: list[PoppedMessage] = []
+        self._ack_round: anyio.Event | None = None
         self.stats = {
             "consumed": 0,
             "acked": 0,
@@ -174,10 +177,17 @@ class PopConsumer(AsyncLifecycle):
                     self._in_flight.enter()
                     self._tg.start_soon(self._consume_in_order, messages)
                 continue
-            for start in range(0, len(popped), self.consume_batch_size):
-                batch = popped[start : start + self.consume_batch_size]
+            if popped:  # one task per pop: its batches in turn (pops run side by side)
                 self._in_flight.enter()
-                self._tg.start_soon(self._consume, batch)
+                self._tg.start_soon(self._consume_all, popped)
+
+    async def _consume_all(self, messages: list[PoppedMessage]) -> None:
+        try:
+            for start in range(0, len(messages), self.consume_batch_size):
+                self._in_flight.enter()
+                await self._consume(messages[start : start + self.consume_batch_size])
+        finally:
+            self._in_flight.leave()
 
     async def _consume_in_order(self, messages: list[PoppedMessage]) -> None:
         """An orderly pop of one queue: batch after batch; after a batch that is not all
@@ -236,14 +246,37 @@ class PopConsumer(AsyncLifecycle):
         return result if isinstance(result, ConsumeStatus) else ConsumeStatus.RECONSUME_LATER
 
     async def _ack(self, messages: list[PoppedMessage]) -> None:
+        """Ack with the other batches settling in the same loop turn: the first to come
+        waits one turn, then sends every ack gathered (one batch ack per broker)."""
         if not messages:
             return
+        self._ack_pending.extend(messages)
+        if self._ack_round is not None:
+            await self._ack_round.wait()
+            return
+        done = self._ack_round = anyio.Event()
+        try:
+            await anyio.lowlevel.checkpoint()
+            taken, self._ack_pending = self._ack_pending, []
+            self._ack_round = None
+            await self._ack_now(taken)
+        finally:
+            done.set()
+
+    async def _ack_now(self, messages: list[PoppedMessage]) -> None:
         try:
             await self.pop.ack_batch(messages)
             self.stats["acked"] += len(messages)
-        except ProducerError as exc:  # they come back when their invisible time runs out
-            self.stats["lost_handles"] += len(messages)
-            log.warning("%s: acking %d messages failed: %s", self.group, len(messages), exc)
+            return
+        except ProducerError:
+            pass  # one expired or refused: ack them one by one
+        for message in messages:
+            try:
+                await self.pop.ack(message)
+                self.stats["acked"] += 1
+            except ProducerError as exc:  # it comes back when its invisible time runs out
+                self.stats["lost_handles"] += 1
+                log.warning("%s: ack of %s failed: %s", self.group, message.msg_id, exc)
 
     async def _settle(self, message: PoppedMessage, step: PopStep) -> None:
         try:
