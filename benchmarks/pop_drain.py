@@ -110,11 +110,11 @@ async def victim(namesrv: str, group: str, per_message_ms: float) -> None:
                 print("ACKED_COUNT", acked, flush=True)
 
 
-async def kill_run(
-    namesrv: str, count: int, per_message_ms: float, kill_after: int
-) -> dict[str, Any]:
-    await fill(namesrv, KILL_TOPIC, count, 64)
-    group = f"kill-{os.getpid()}"
+async def _kill_victim(
+    namesrv: str, group: str, per_message_ms: float, kill_after: int
+) -> tuple[list[str], int, float]:
+    """Start the victim, SIGKILL it once its listener saw ``kill_after`` messages; what it
+    saw, the ack count it last printed, and when it was killed."""
     cmd = [
         sys.executable,
         "-m",
@@ -150,6 +150,15 @@ async def kill_run(
     for line in (await proc.stdout.read()).decode().splitlines():
         note(line)
     await proc.wait()
+    return seen, acked_count, killed_at
+
+
+async def kill_run(
+    namesrv: str, count: int, per_message_ms: float, kill_after: int
+) -> dict[str, Any]:
+    await fill(namesrv, KILL_TOPIC, count, 64)
+    group = f"kill-{os.getpid()}"
+    seen, acked_count, killed_at = await _kill_victim(namesrv, group, per_message_ms, kill_after)
     got: list[tuple[str, float, int]] = []  # (key, seconds after the kill, reconsumeTimes)
 
     covered = asyncio.Event()

@@ -75,16 +75,13 @@ class PopConsumer(AsyncLifecycle):
         clock: Clock | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        for name, value, high in (
-            ("consume_batch_size", consume_batch_size, 1024),
-            ("pop_batch_size", pop_batch_size, MAX_POP_MESSAGES),
-            ("max_cached_messages", max_cached_messages, 1 << 20),
-            ("max_reconsume_times", max_reconsume_times, 1 << 16),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-                raise InvalidOptionError(f"{name} must be an int in 1..{high}, got {value!r}")
-        if not callable(listener):
-            raise InvalidOptionError("listener must be a function: PopConsumer(..., listener=fn)")
+        _check_options(
+            listener,
+            consume_batch_size=(consume_batch_size, 1024),
+            pop_batch_size=(pop_batch_size, MAX_POP_MESSAGES),
+            max_cached_messages=(max_cached_messages, 1 << 20),
+            max_reconsume_times=(max_reconsume_times, 1 << 16),
+        )
         self.pop = SimpleConsumer(
             group, namesrv, await_duration_ms=await_duration_ms,
             invisible_duration_ms=invisible_duration_ms, receive_batch=pop_batch_size,
@@ -291,3 +288,12 @@ class PopConsumer(AsyncLifecycle):
             log.warning(
                 "%s: %s of %s failed: %s", self.group, step.action.value, message.msg_id, exc
             )
+
+
+def _check_options(listener: object, **bounded: tuple[object, int]) -> None:
+    """Each option an int in 1..its bound; the listener callable."""
+    for name, (value, high) in bounded.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise InvalidOptionError(f"{name} must be an int in 1..{high}, got {value!r}")
+    if not callable(listener):
+        raise InvalidOptionError("listener must be a function: PopConsumer(..., listener=fn)")

@@ -35,12 +35,12 @@ from producer._consume.pop import (
 from producer._lifecycle import AsyncLifecycle
 from producer._remoting.acl import Credentials
 from producer._remoting.codes import POP_BROKER_VERSION, V5_2_0, version_name
+from producer._remoting.pop_batch_ack import batch_ack_request
 from producer._remoting.pop_requests import (
     MAX_POP_MESSAGES,
     InitMode,
     PopParams,
     ack_request,
-    batch_ack_request,
     change_invisible_request,
     check_ack,
     parse_change_response,

@@ -35,8 +35,6 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import msgspec
-
 from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import encode_frame
@@ -53,7 +51,7 @@ from producer._remoting.retry_topics import RETRY_PREFIX
 from producer._remoting.store_record import encode_record
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer.testing._consume_fields import Refused, int_field, need, pending_copy, pulled_record
-from producer.testing._pop_acks import REVIVE_QUEUE_NUM, PopAcks
+from producer.testing._pop_acks import REVIVE_QUEUE_NUM, PopAcks, topic_config_answer
 from producer.testing._pop_state import CheckPoint, CheckPoints, OrderLock, OrderLocks
 from producer.testing._server import Channel
 from producer.testing._store import (
@@ -65,7 +63,7 @@ from producer.testing._store import (
     TopicConfig,
 )
 
-__all__ = ["PopSide"]
+__all__ = ["PopSide", "topic_config_answer"]
 
 #: ``PopRequest.isTimeout``: a held pop times out once now > bornTime + pollTime - 50.
 POLL_EARLY_MS = 50
@@ -145,19 +143,8 @@ class PopSide:
     ) -> RemotingCommand | None:
         group, topic = need(request, "consumerGroup"), need(request, "topic")
         max_count = int_field(request, "maxMsgNums")
-        if max_count > MAX_POP_MESSAGES:
-            raise Refused(
-                ResponseCode.INVALID_PARAMETER,
-                f"the broker[{self.broker_name}] pop message's num is greater than 32",
-            )
-        config = self._readable(topic)
         queue_id = int_field(request, "queueId")
-        if queue_id >= config.read_queue_nums:
-            raise Refused(
-                ResponseCode.INVALID_PARAMETER,
-                f"queueId[{queue_id}] is illegal, topic:[{topic}] "
-                f"topicConfig.readQueueNums:[{config.read_queue_nums}] consumer:[/{channel.peer}]",
-            )
+        config = self._pop_checks(topic, max_count, queue_id, channel.peer)
         order = request.field("order") == "true"
         sub = parse_subscription(topic, request.field("exp"))
         now = self._clock_ms()
@@ -306,6 +293,22 @@ class PopSide:
             return low
         return max(self.store.max_offset(topic, qid) - 1, 0)
 
+    def _pop_checks(self, topic: str, max_count: int, queue_id: int, peer: str) -> TopicConfig:
+        """``processRequest``'s refusals, in its order; the topic's config."""
+        if max_count > MAX_POP_MESSAGES:
+            raise Refused(
+                ResponseCode.INVALID_PARAMETER,
+                f"the broker[{self.broker_name}] pop message's num is greater than 32",
+            )
+        config = self._readable(topic)
+        if queue_id >= config.read_queue_nums:
+            raise Refused(
+                ResponseCode.INVALID_PARAMETER,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] "
+                f"topicConfig.readQueueNums:[{config.read_queue_nums}] consumer:[/{peer}]",
+            )
+        return config
+
     def _readable(self, topic: str) -> TopicConfig:
         config = self.store.topic(topic)
         if config is None:
@@ -376,28 +379,6 @@ class PopSide:
 
     def channel_closed(self, channel: Channel) -> None:
         self._held = [held for held in self._held if held.channel is not channel]
-
-
-def topic_config_answer(request: RemotingCommand, store: BrokerStore) -> RemotingCommand:
-    """GET_TOPIC_CONFIG (``AdminBrokerProcessor.getTopicConfig``): the topic's config as
-    JSON, its message type among its attributes; 17 for a topic the broker lacks."""
-    topic = request.field("topic") or ""
-    config = store.topic(topic)
-    if config is None:
-        return request.make_response(
-            ResponseCode.TOPIC_NOT_EXIST, remark=f"No topic in this broker. topic: {topic}"
-        )
-    body = {
-        "attributes": {"message.type": config.message_type},
-        "order": False,
-        "perm": config.perm,
-        "readQueueNums": config.read_queue_nums,
-        "topicFilterType": "SINGLE_TAG",
-        "topicName": config.name,
-        "topicSysFlag": config.topic_sys_flag,
-        "writeQueueNums": config.write_queue_nums,
-    }
-    return request.make_response(ResponseCode.SUCCESS, body=msgspec.json.encode(body))
 
 
 def _split(

@@ -1,5 +1,5 @@
 """A 5.x broker's answers to ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME
-(``AckMessageProcessor.processRequest`` / ``appendAck`` / ``ackOrderly``,
+and GET_TOPIC_CONFIG (``AckMessageProcessor.processRequest`` / ``appendAck`` / ``ackOrderly``,
 ``ChangeInvisibleTimeProcessor.processRequest``; docs/consuming.md 6; no I/O).
 
 An ack is answered 0 whether or not its check point still exists (a double ack, a stale
@@ -15,14 +15,17 @@ import dataclasses
 import random
 from collections.abc import Callable
 
+import msgspec
+
 from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.pop_requests import POP_ORDER_REVIVE_QUEUE, ReceiptHandle, decode_batch_ack
+from producer._remoting.pop_batch_ack import decode_batch_ack
+from producer._remoting.pop_requests import POP_ORDER_REVIVE_QUEUE, ReceiptHandle
 from producer.testing._consume_fields import Refused, int_field, need
 from producer.testing._pop_state import CheckPoint, CheckPoints, CkKey, OrderLocks
 from producer.testing._store import BrokerStore
 
-__all__ = ["REVIVE_QUEUE_NUM", "PopAcks"]
+__all__ = ["REVIVE_QUEUE_NUM", "PopAcks", "topic_config_answer"]
 
 REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
@@ -150,3 +153,25 @@ def _ck_key(group: str, topic: str, handle: ReceiptHandle) -> CkKey:
         handle.pop_time,
         handle.revive_qid,
     )
+
+
+def topic_config_answer(request: RemotingCommand, store: BrokerStore) -> RemotingCommand:
+    """GET_TOPIC_CONFIG (``AdminBrokerProcessor.getTopicConfig``): the topic's config as
+    JSON, its message type among its attributes; 17 for a topic the broker lacks."""
+    topic = request.field("topic") or ""
+    config = store.topic(topic)
+    if config is None:
+        return request.make_response(
+            ResponseCode.TOPIC_NOT_EXIST, remark=f"No topic in this broker. topic: {topic}"
+        )
+    body = {
+        "attributes": {"message.type": config.message_type},
+        "order": False,
+        "perm": config.perm,
+        "readQueueNums": config.read_queue_nums,
+        "topicFilterType": "SINGLE_TAG",
+        "topicName": config.name,
+        "topicSysFlag": config.topic_sys_flag,
+        "writeQueueNums": config.write_queue_nums,
+    }
+    return request.make_response(ResponseCode.SUCCESS, body=msgspec.json.encode(body))

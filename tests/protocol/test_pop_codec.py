@@ -10,18 +10,20 @@ import pytest
 
 from producer._consume.message import decode_pulled
 from producer._remoting.codes import RequestCode
+from producer._remoting.pop_batch_ack import (
+    batch_ack_request,
+    bitset_bytes,
+    bitset_offsets,
+    decode_batch_ack,
+)
 from producer._remoting.pop_requests import (
     POP_CK,
     InitMode,
     PopParams,
     ReceiptHandle,
     ack_request,
-    batch_ack_request,
-    bitset_bytes,
-    bitset_offsets,
     change_invisible_request,
     check_ack,
-    decode_batch_ack,
     parse_change_response,
     parse_pop_response,
     pop_request,
