@@ -11,19 +11,21 @@ from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import decode_frame
 from tests.protocol.golden import golden_dir
 
-SESSION = golden_dir() / "sessions" / "pop_5_2_0" / "b_client_api"
+SESSIONS = golden_dir() / "sessions" / "pop_5_2_0"
+SESSION = SESSIONS / "b_client_api"
+PUSH = "a_push_consumer"  # the 5.2.0 DefaultMQPushConsumer popping (clientRebalance off)
 
 
 @cache
-def frames() -> dict[int, dict[str, Any]]:
-    lines = (SESSION / "frames.jsonl").read_text().splitlines()
+def frames(session: str = "b_client_api") -> dict[int, dict[str, Any]]:
+    lines = (SESSIONS / session / "frames.jsonl").read_text().splitlines()
     return {f["seq"]: f for f in map(json.loads, lines)}
 
 
-def raw(seq: int) -> bytes:
-    return (SESSION / frames()[seq]["file"]).read_bytes()
+def raw(seq: int, session: str = "b_client_api") -> bytes:
+    return (SESSIONS / session / frames(session)[seq]["file"]).read_bytes()
 
 
-def command(seq: int) -> RemotingCommand:
+def command(seq: int, session: str = "b_client_api") -> RemotingCommand:
     """Frame ``seq`` decoded (the length prefix stripped by the frame decoder)."""
-    return decode_frame(raw(seq))
+    return decode_frame(raw(seq, session))

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import decode_pulled
+from producer._consume.pop_retry import PopAction, pop_step
 from producer._remoting.codes import RequestCode
 from producer._remoting.pop_batch_ack import (
     batch_ack_request,
@@ -29,14 +31,14 @@ from producer._remoting.pop_requests import (
     pop_request,
 )
 from producer.errors import BrokerError, RemoteProtocolError
-from tests.protocol.pop_session import command
+from tests.protocol.pop_session import PUSH, command
 
 BROKER = "broker5-a"
 
 
-def handles_of(answer_seq: int) -> list[ReceiptHandle]:
+def handles_of(answer_seq: int, session: str = "b_client_api") -> list[ReceiptHandle]:
     """The handles Java builds for each message of a pop answer (``processPopResponse``)."""
-    answer = parse_pop_response(command(answer_seq))
+    answer = parse_pop_response(command(answer_seq, session))
     handles = []
     for message in decode_pulled(answer.body, BROKER):
         carried = message.properties.get(POP_CK)
@@ -151,3 +153,20 @@ def test_codes_are_the_5x_ones() -> None:
         200053,
         200151,
     )
+
+
+def test_the_push_consumers_acks_and_its_retry_are_ours() -> None:
+    """Session a: a pop over both queues (#48: check points start at 1 on queue 0 and 0 on
+    queue 1); the 5.2.0 push consumer acked pa-1 and pa-3 and answered pa-later
+    RECONSUME_LATER with a change to 10 s (popDelayLevel[0]); the retried copy (#60) was
+    acked on the pop retry topic (#62). PopConsumer's steps build the same requests."""
+    group, topic = "PopPushGroup", "PopTopic"
+    later, pa1, pa3 = handles_of(48, PUSH)
+    step = pop_step(ConsumeStatus.RECONSUME_LATER, 0, None, 0, 16)
+    assert step.action is PopAction.RETRY
+    change = change_invisible_request(group, topic, later, step.delay_ms)
+    assert change.ext_fields == command(51, PUSH).ext_fields
+    assert ack_request(group, topic, pa1).ext_fields == command(52, PUSH).ext_fields
+    assert ack_request(group, topic, pa3).ext_fields == command(53, PUSH).ext_fields
+    (retried,) = handles_of(60, PUSH)
+    assert ack_request(group, topic, retried).ext_fields == command(62, PUSH).ext_fields
