@@ -202,9 +202,12 @@ class PopSide:
 
     def _pop_queue(
         self, group: str, topic: str, qid: int, wanted: int, now: int, invisible: int,
-        revive: int, sub: Subscription, init: InitMode, popped: _Popped, retry: bool = False,
+        revive: int, sub: Subscription, init: InitMode, popped: _Popped,
+        retry_of: str | None = None,
     ) -> None:  # fmt: skip
-        """``popMsgFromQueue``: read from the pop offset, move it on, leave a check point."""
+        """``popMsgFromQueue``: read from the pop offset, move it on, leave a check point.
+        ``retry_of``: the topic asked for, when ``topic`` is its pop retry topic."""
+        retry = retry_of is not None
         key = (group, topic, qid)
         offset = self._offsets.get(key)
         if offset is None:
@@ -230,7 +233,7 @@ class PopSide:
             handle = ReceiptHandle(
                 offset, now, invisible, revive, retry, self.broker_name, qid, message.queue_offset
             )
-            popped.records.append(self._record(message, handle if retry else None))
+            popped.records.append(self._record(message, handle, retry_of))
 
     def _pop_retry(
         self, group: str, topic: str, retry: str, max_count: int, now: int, invisible: int,
@@ -243,8 +246,9 @@ class PopSide:
         for qid in range(config.read_queue_nums):
             wanted = max_count - len(popped.records)
             self._pop_queue(
-                group, retry, qid, wanted, now, invisible, revive, every, InitMode.MIN, popped, True
-            )
+                group, retry, qid, wanted, now, invisible, revive, every, InitMode.MIN, popped,
+                topic,
+            )  # fmt: skip
 
     def _pop_order_queue(
         self, group: str, topic: str, qid: int, wanted: int, now: int, invisible: int,
@@ -274,15 +278,16 @@ class PopSide:
         popped.msg_info.append(f"0 {qid} " + ",".join(map(str, offsets)))
         popped.order_info.extend(f"0 qo{qid}%{o} {n}" for o, n in before.items() if n)
         popped.order_info.append(f"0 {qid} 0")
-        popped.records.extend(self._record(m, None) for m in found)
+        popped.records.extend(self._record(m, None, None) for m in found)
 
-    def _record(self, message: StoredMessage, handle: ReceiptHandle | None) -> bytes:
+    def _record(
+        self, message: StoredMessage, handle: ReceiptHandle | None, retry_of: str | None
+    ) -> bytes:
         record = pulled_record(message)
-        if handle is not None:  # a retried copy: shown under its topic, with the broker's handle
-            props = dict(record.properties)
+        if handle is not None and retry_of is not None:  # a retried copy: under the topic
+            props = dict(record.properties)  # asked for, with the broker's handle
             props[POP_CK] = str(handle)
-            origin = message.topic[len(RETRY_PREFIX) :].split("_", 1)[1]
-            record = dataclasses.replace(record, topic=origin, properties=props)
+            record = dataclasses.replace(record, topic=retry_of, properties=props)
         return encode_record(record)
 
     def _init_offset(self, topic: str, qid: int, init: InitMode) -> int:

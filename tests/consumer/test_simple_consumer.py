@@ -21,7 +21,7 @@ from producer.errors import (
 from producer.testing import DevClusterThread
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-TOPIC, GROUP = "Orders", "PopGroup"
+TOPIC, GROUP = "Orders", "Pop_Group"  # an underscore, as in %RETRY%Pop_Group_Orders
 START_MS = 1_795_788_600_000
 INVISIBLE = 30_000
 
