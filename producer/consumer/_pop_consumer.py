@@ -124,6 +124,11 @@ class PopConsumer(AsyncLifecycle):
         if not self.pop.subscriptions():
             raise InvalidOptionError("nothing subscribed: call subscribe(topic) before start()")
         await self.pop.start()
+        try:
+            await self.pop.check()  # a 4.x broker or a FIFO topic fails here, not later
+        except BaseException:
+            await self.pop.aclose()
+            raise
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._pop_loop)
@@ -160,6 +165,9 @@ class PopConsumer(AsyncLifecycle):
                 continue
             try:
                 popped = await self.pop.receive(min(room, self.pop.receive_batch))
+            except LocalProtocolError as exc:  # cannot get better by trying again
+                log.error("%s: popping stopped: %s", self.group, exc)
+                return
             except ProducerError as exc:
                 log.warning("%s: pop failed: %s", self.group, exc)
                 await anyio.sleep(1.0)  # a broker refusing pops: not in a tight loop

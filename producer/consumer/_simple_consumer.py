@@ -275,8 +275,16 @@ class SimpleConsumer(AsyncLifecycle):
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def _next_broker(self, api: BrokerApi) -> tuple[str, str, str]:
-        """(topic, broker name, address): the next subscribed topic's brokers in turn."""
+    async def check(self) -> None:
+        """Check now what the first ``receive`` of each subscribed topic would: a route, a
+        5.x broker for each (:class:`~producer.errors.PopUnsupportedError`), and no FIFO
+        topic without ``orderly``. Nothing is popped."""
+        api, _ = self._open()
+        for topic, broker_name, addr in await self._pairs(api):
+            await self._check_version(api, broker_name, addr, topic)
+
+    async def _pairs(self, api: BrokerApi) -> list[tuple[str, str, str]]:
+        """(topic, broker name, address) of every subscribed topic's readable brokers."""
         if not self._subscriptions:
             raise LocalProtocolError("subscribe() to a topic before receive()")
         pairs: list[tuple[str, str, str]] = []
@@ -288,6 +296,11 @@ class SimpleConsumer(AsyncLifecycle):
             ]
         if not pairs:
             raise LocalProtocolError(f"no readable queue for {sorted(self._subscriptions)}")
+        return pairs
+
+    async def _next_broker(self, api: BrokerApi) -> tuple[str, str, str]:
+        """(topic, broker name, address): the next subscribed topic's brokers in turn."""
+        pairs = await self._pairs(api)
         self._turn += 1
         return pairs[self._turn % len(pairs)]
 

@@ -13,6 +13,7 @@ import pytest
 from producer import Message, Producer
 from producer._consume.pop_retry import POP_DELAYS_MS, PopAction, pop_step
 from producer.consumer import ConsumeStatus, PopConsumer, PoppedMessage
+from producer.errors import PopUnsupportedError
 from producer.testing import DevClusterThread
 from tests.consumer.test_simple_consumer import MovingClock
 
@@ -196,3 +197,12 @@ async def test_orderly_pop_hands_a_queues_messages_over_one_batch_at_a_time(
     # f2 came in the first pop too (left un-consumed behind f1): the broker counts it as
     # delivered once before (orderCountInfo), although no listener saw it.
     assert order == [(b"f0", 0), (b"f1", 0), (b"f1", 1), (b"f2", 1)]
+
+
+async def test_a_4x_broker_fails_the_start(clock: MovingClock) -> None:
+    with DevClusterThread(brokers=1, topics={TOPIC: 1}, broker_version="4.9.4") as old:
+        consumer = PopConsumer(GROUP, old.namesrv_addr, listener=Seen(ConsumeStatus.SUCCESS))
+        consumer.subscribe(TOPIC)
+        with pytest.raises(PopUnsupportedError, match="answers as V4_9_4"):
+            async with consumer:
+                pass
