@@ -37,6 +37,7 @@ class ClusterProcess:
         pull_sink: bool = False,
         http: bool = False,
         seed: int = 0,
+        broker_version: str = "4.9.4",
     ) -> None:
         self.command = [sys.executable, "-m", "producer", "cluster", "--json"]
         self.command += ["--brokers", str(brokers), "--namesrv-port", "0", "--seed", str(seed)]
@@ -48,6 +49,8 @@ class ClusterProcess:
             self.command.append("--pull-sink")
         if http:
             self.command += ["--http-port", "0"]
+        if broker_version != "4.9.4":
+            self.command += ["--broker-version", broker_version]
         self.process: subprocess.Popen[str] | None = None
         self.info: dict[str, Any] = {}
 

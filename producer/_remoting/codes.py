@@ -59,6 +59,12 @@ class RequestCode(enum.IntEnum):
     GET_ROUTEINFO_BY_TOPIC = 105
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
+    GET_TOPIC_CONFIG = 351  # 5.x: a topic's config, with its message type
+    # 5.x pop consumption (producer._remoting.pop_requests)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    BATCH_ACK_MESSAGE = 200151
 
 
 class LanguageCode(enum.IntEnum):
@@ -105,6 +111,8 @@ TIMER_BROKER_VERSION = V5_0_0
 #: The first broker version that honours QUERY_CONSUMER_OFFSET's ``setZeroIfNotFound``
 #: (5.0.0 ``ConsumerManageProcessor.queryConsumerOffset``); older ones ignore it.
 ZERO_IF_NOT_FOUND_VERSION = V5_0_0
+#: The first broker version with pop consumption (PopMessageProcessor, 5.0.0).
+POP_BROKER_VERSION = V5_0_0
 
 
 def version_name(version: int) -> str:

@@ -69,6 +69,12 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         action="store_true",
         help="created topics hold an endless backlog pulled from a pre-built commit log",
     )
+    parser.add_argument(
+        "--broker-version",
+        choices=("4.9.4", "5.x"),
+        default="4.9.4",
+        help="play a 4.9.4 broker (default) or a 5.x one (timed delivery, pop)",
+    )
     parser.add_argument("--json", action="store_true", help="print the addresses as JSON")
     parser.add_argument(
         "--no-uvloop",
@@ -91,6 +97,7 @@ def _cluster_from(args: argparse.Namespace) -> DevCluster:
         http_port=args.http_port,
         sink=args.sink,
         pull_sink=args.pull_sink,
+        broker_version=args.broker_version,
     )
 
 

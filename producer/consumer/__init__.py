@@ -16,13 +16,16 @@ dead-letter queues and offsets that never pass a message in flight (docs/consumi
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage
 from producer._consume.policy import ConsumeRetryPolicy
+from producer._consume.pop import PoppedMessage
 from producer._remoting.message import MessageQueue
 from producer._remoting.retry_topics import dlq_topic, retry_topic
 from producer._remoting.trace import PubRecord, SubAfterRecord, SubBeforeRecord
 from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
 from producer.consumer._listener import ConsumeContext
+from producer.consumer._pop_consumer import PopConsumer
 from producer.consumer._pull_consumer import PullConsumer
 from producer.consumer._push_consumer import PushConsumer
+from producer.consumer._simple_consumer import SimpleConsumer
 from producer.consumer._trace_reader import read_trace
 
 __all__ = [
@@ -32,10 +35,13 @@ __all__ = [
     "DeadLetter",
     "DeadLetterQueue",
     "MessageQueue",
+    "PopConsumer",
+    "PoppedMessage",
     "PubRecord",
     "PullConsumer",
     "PushConsumer",
     "ReceivedMessage",
+    "SimpleConsumer",
     "SubAfterRecord",
     "SubBeforeRecord",
     "dlq_topic",

@@ -58,6 +58,7 @@ from producer.errors._broker import (
     SystemBusyError,
     TopicNotExistError,
 )
+from producer.errors._pop import PopUnsupportedError, ReceiptHandleExpiredError
 
 __all__ = [
     "AclError",
@@ -85,8 +86,10 @@ __all__ = [
     "NoRouteError",
     "NotInCurrentUnitError",
     "OffsetOutOfRangeError",
+    "PopUnsupportedError",
     "ProducerClosedError",
     "ProducerError",
+    "ReceiptHandleExpiredError",
     "RemoteProtocolError",
     "RequestCodeNotSupportedError",
     "RequestTimeout",

@@ -15,10 +15,17 @@ import dataclasses
 import random
 from collections.abc import Callable
 
-from producer._remoting.codes import TIMER_BROKER_VERSION, V4_9_4, RequestCode, ResponseCode
+from producer._remoting.codes import (
+    POP_BROKER_VERSION,
+    TIMER_BROKER_VERSION,
+    V4_9_4,
+    RequestCode,
+    ResponseCode,
+)
 from producer._remoting.command import RemotingCommand
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
 from producer._remoting.frame import decode_payload, encode_frame
+from producer._remoting.pop_requests import POP_CODES
 from producer._remoting.properties import TIMER_OUT_MS
 from producer._remoting.send_header import (
     DEFAULT_REGION,
@@ -30,6 +37,7 @@ from producer.testing._acl import AccessControl
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
+from producer.testing._pop import PopSide, topic_config_answer
 from producer.testing._query import answer_query_message
 from producer.testing._schedule import SCHEDULE_TOPIC
 from producer.testing._send_checks import (
@@ -126,6 +134,19 @@ class Broker:
             hold_check_ms=hold_check_ms,
             version=version,
         )
+        self.pop = (
+            PopSide(
+                self.store,
+                broker_name=name,
+                clock_ms=clock_ms,
+                rng=random.Random(rng.random()),
+                put=self.put,
+                create_topic=self._topic_created,
+                version=version,
+            )
+            if version >= POP_BROKER_VERSION
+            else None
+        )
         if auto_create_topic:
             self.store.put_topic(
                 TopicConfig(
@@ -145,12 +166,16 @@ class Broker:
             self.timer.deliver_due(self._clock_ms(), self.store, self.put)
         self.consume.tick()
         self.transactions.tick()
+        if self.pop is not None:
+            self.pop.tick()
 
     def set_store_host(self, host: str, port: int) -> None:
         self.store.set_store_host(host, port)
 
     def channel_closed(self, channel: Channel) -> None:
         self.consume.channel_closed(channel)
+        if self.pop is not None:
+            self.pop.channel_closed(channel)
         self.transactions.producers.channel_closed(channel)
 
     # -- RequestHandler ------------------------------------------------------------------
@@ -169,6 +194,9 @@ class Broker:
         elif request.code in CONSUME_CODES:
             decision = decider(False)
             response = self.consume.process(request, channel)
+        elif request.code in POP_CODES and self.pop is not None:  # a 5.x broker
+            decision = decider(False)
+            response = self.pop.process(request, channel)
         else:
             decision = decider(False)
             response = self.process_other(request, channel)
@@ -189,6 +217,8 @@ class Broker:
             return self._max_offset(request)
         if code == RequestCode.QUERY_MESSAGE:
             return answer_query_message(self.store, request)
+        if code == RequestCode.GET_TOPIC_CONFIG and self.pop is not None:  # 5.x only
+            return topic_config_answer(request, self.store)
         return not_supported(request)
 
     # -- sends ---------------------------------------------------------------------------

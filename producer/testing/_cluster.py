@@ -350,13 +350,21 @@ class DevCluster(ClusterView, AsyncLifecycle):
     # -- topics and messages -------------------------------------------------------------
 
     def add_topic(
-        self, name: str, queues: int, perm: int = 6, brokers: Iterable[str] | None = None
+        self,
+        name: str,
+        queues: int,
+        perm: int = 6,
+        brokers: Iterable[str] | None = None,
+        *,
+        message_type: str = "NORMAL",
     ) -> None:
         """Create (or reconfigure) ``name`` with ``queues`` read/write queues on ``brokers``
-        (default: all); routes show it at once."""
+        (default: all); routes show it at once. ``message_type`` is 5.x's topic attribute
+        (``FIFO`` for an orderly topic), answered to GET_TOPIC_CONFIG."""
         for broker in self.broker_names if brokers is None else list(brokers):
             self._listener(broker)
-            self._register(broker, TopicConfig(name, queues, queues, perm))
+            config = TopicConfig(name, queues, queues, perm, message_type=message_type)
+            self._register(broker, config)
 
     def _register(self, broker: str, config: TopicConfig) -> None:
         handler = self._handlers[broker]

@@ -61,6 +61,7 @@ class TopicConfig:
     write_queue_nums: int
     perm: int = PERM_READ | PERM_WRITE
     topic_sys_flag: int = 0
+    message_type: str = "NORMAL"  # 5.x's ``message.type`` attribute (FIFO, DELAY, ...)
 
     @property
     def queue_id_limit(self) -> int:

@@ -112,10 +112,18 @@ class DevClusterThread(ClosesOnExit):
         self._run(lambda: self.cluster.set_namesrv_down(down))
 
     def add_topic(
-        self, name: str, queues: int, perm: int = 6, brokers: Iterable[str] | None = None
+        self,
+        name: str,
+        queues: int,
+        perm: int = 6,
+        brokers: Iterable[str] | None = None,
+        *,
+        message_type: str = "NORMAL",
     ) -> None:
         names = None if brokers is None else list(brokers)
-        self._query(lambda: self.cluster.add_topic(name, queues, perm, names))
+        self._query(
+            lambda: self.cluster.add_topic(name, queues, perm, names, message_type=message_type)
+        )
 
     def message_count(self, topic: str | None = None, *, broker: str | None = None) -> int:
         return self._query(lambda: self.cluster.message_count(topic, broker=broker))

@@ -1,0 +1,357 @@
+"""``SimpleConsumer``: RocketMQ 5's pop consumption over remoting, straight to 5.x brokers
+(the names of rocketmq-clients' ``SimpleConsumer``; docs/consuming.md 6.3).
+
+No rebalance, no queue locks, no offsets kept by the client: :meth:`SimpleConsumer.receive`
+asks one broker of a subscribed topic (round robin over topics and brokers) for up to
+``max_messages`` messages, which that broker then hides from every other consumer of the
+group for ``invisible_duration_ms``. The caller :meth:`~SimpleConsumer.ack`\\ s each one,
+or moves its deadline with :meth:`~SimpleConsumer.change_invisible_duration`; a message
+not acked in time is delivered again (at least once), through the group's pop retry
+topic. Any number of consumers may share the topic's queues.
+
+The first request to a broker learns its version; a broker older than 5.0 raises
+:class:`~producer.errors.PopUnsupportedError` before anything is popped. What an ack or a
+change may do is decided by the pure core (:func:`producer._consume.pop.decide`), then
+sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import ssl as ssl_module
+from collections import deque
+from collections.abc import Sequence
+
+from producer._client.clock import Clock, LoopClock
+from producer._consume.pop import (
+    PoppedMessage,
+    PopTiming,
+    Receipt,
+    ReceiptState,
+    decide,
+    popped_messages,
+)
+from producer._lifecycle import AsyncLifecycle
+from producer._remoting.acl import Credentials
+from producer._remoting.codes import POP_BROKER_VERSION, V5_2_0, version_name
+from producer._remoting.pop_batch_ack import batch_ack_request
+from producer._remoting.pop_requests import (
+    MAX_POP_MESSAGES,
+    InitMode,
+    PopParams,
+    ack_request,
+    change_invisible_request,
+    check_ack,
+    parse_change_response,
+    parse_message_type,
+    parse_pop_response,
+    pop_request,
+    topic_config_request,
+)
+from producer._remoting.requests import max_offset_request
+from producer._remoting.subscription import parse_subscription
+from producer._remoting.validation import check_group
+from producer._transport import ConnectionPool, current_runtime
+from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi
+from producer.consumer._connect import Identity, open_api
+from producer.errors import (
+    BrokerError,
+    InvalidOptionError,
+    LocalProtocolError,
+    PopUnsupportedError,
+)
+
+__all__ = ["MAX_INVISIBLE_MS", "MIN_INVISIBLE_MS", "SimpleConsumer"]
+
+log = logging.getLogger("producer.consumer")
+
+#: The 5.x proxy's bounds on a receive's invisible time (``ProxyConfig``
+#: ``minInvisibleTimeMillsForRecv`` / ``maxInvisibleTimeMills``); a remoting broker
+#: checks none, so the consumer does.
+MIN_INVISIBLE_MS = 10_000
+MAX_INVISIBLE_MS = 12 * 3600 * 1000
+#: BATCH_ACK_MESSAGE is used only on brokers known to serve it (seen on 5.2.0).
+BATCH_ACK_BROKER_VERSION = V5_2_0
+AWAIT_DURATION_MS = 15_000  # how long a pop waits for messages (the 5.2.0 push consumer's)
+
+
+class SimpleConsumer(AsyncLifecycle):
+    """Receive, then acknowledge, one message at a time::
+
+        async with SimpleConsumer("my-group", "127.0.0.1:9876") as consumer:
+            consumer.subscribe("Orders", "paid || refunded")
+            for message in await consumer.receive(16, invisible_duration_ms=30_000):
+                ...
+                await consumer.ack(message)
+            async for message in consumer:      # receive() in a loop
+                ...
+                await consumer.ack(message)
+
+    ``orderly=True`` pops orderly: a queue's next message comes only after the ones
+    before it are acked (or their invisible time runs out, and they come again first).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | list[str],
+        *,
+        await_duration_ms: int = AWAIT_DURATION_MS,
+        invisible_duration_ms: int = 60_000,
+        receive_batch: int = 16,
+        orderly: bool = False,
+        request_timeout_ms: float = 3000.0,
+        credentials: Credentials | None = None,
+        ssl: bool | ssl_module.SSLContext | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        connect_timeout_ms: float = 3000.0,
+    ) -> None:
+        check_group(group)
+        _check_int("await_duration_ms", await_duration_ms, 0, MAX_INVISIBLE_MS)
+        _check_int("receive_batch", receive_batch, 1, MAX_POP_MESSAGES)
+        _check_invisible(invisible_duration_ms)
+        self.group = group
+        self.orderly = orderly
+        self.await_duration_ms = await_duration_ms
+        self.invisible_duration_ms = invisible_duration_ms
+        self.receive_batch = receive_batch
+        self._request_timeout_ms = request_timeout_ms
+        self._who = Identity.of_tool(group, "pop", namesrv, credentials, ssl, connect_timeout_ms)
+        self._clock_option = clock
+        self._clock: Clock | None = None
+        self._rng = rng or random.Random()
+        self._pool: ConnectionPool | None = None
+        self._api: BrokerApi | None = None
+        self._closed = False
+        self._subscriptions: dict[str, str] = {}
+        self._versions: dict[str, int] = {}
+        self._normal_topics: set[tuple[str, str]] = set()  # (broker address, topic) not FIFO
+        self._turn = 0
+        self._buffer: deque[PoppedMessage] = deque()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open" if self._api else "new"
+        return f"SimpleConsumer({self.group!r}, {state}, topics={sorted(self._subscriptions)})"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._api is not None or self._closed:
+            raise LocalProtocolError("start() once, on a new SimpleConsumer")
+        runtime = current_runtime()
+        self._clock = self._clock_option or LoopClock(runtime.loop_time)
+        self._pool, self._api = await open_api(runtime, self._who, self._clock, self._rng)
+
+    async def aclose(self) -> None:
+        """Close the connections. Messages received and not acked come back to the group
+        once their invisible time runs out."""
+        self._closed = True
+        pool, self._pool, self._api = self._pool, None, None
+        if pool is not None:
+            await pool.__aexit__(None, None, None)
+
+    # -- subscriptions -------------------------------------------------------------------
+
+    def subscribe(self, topic: str, tags: str = "*") -> None:
+        """Receive ``topic``'s messages whose tag ``tags`` names (``"A || B"``, ``*``)."""
+        self._subscriptions[topic] = parse_subscription(topic, tags).expression
+
+    def unsubscribe(self, topic: str) -> None:
+        self._subscriptions.pop(topic, None)
+
+    def subscriptions(self) -> dict[str, str]:
+        return dict(self._subscriptions)
+
+    # -- receiving -----------------------------------------------------------------------
+
+    async def receive(
+        self, max_messages: int | None = None, invisible_duration_ms: int | None = None
+    ) -> list[PoppedMessage]:
+        """Up to ``max_messages`` (1-32) messages from one broker of one subscribed topic
+        (the next in turn), waiting up to ``await_duration_ms`` for some to arrive (long
+        polling); ``[]`` when none came. Each is invisible to the group's other consumers
+        for ``invisible_duration_ms`` (10 s to 12 h) unless acked first."""
+        count = self.receive_batch if max_messages is None else max_messages
+        invisible = (
+            self.invisible_duration_ms if invisible_duration_ms is None else invisible_duration_ms
+        )
+        _check_int("max_messages", count, 1, MAX_POP_MESSAGES)
+        _check_invisible(invisible)
+        api, clock = self._open()
+        topic, broker_name, addr = await self._next_broker(api)
+        await self._check_version(api, broker_name, addr, topic)
+        sent_at, born = clock.monotonic_ms(), clock.wall_ms()
+        params = PopParams(
+            group=self.group, topic=topic, broker_name=broker_name, max_messages=count,
+            invisible_ms=invisible, poll_ms=self.await_duration_ms, born_ms=born,
+            init_mode=InitMode.MAX, expression=self._subscriptions[topic], order=self.orderly,
+        )  # fmt: skip
+        timeout = self.await_duration_ms + self._request_timeout_ms
+        result = parse_pop_response(await api.client.invoke(addr, pop_request(params), timeout))
+        if not result.found:
+            return []
+        timing = PopTiming(sent_at, born, clock.monotonic_ms())
+        return popped_messages(result, self.group, topic, broker_name, timing)
+
+    def __aiter__(self) -> SimpleConsumer:
+        return self
+
+    async def __anext__(self) -> PoppedMessage:
+        while not self._buffer:
+            if self._closed:
+                raise StopAsyncIteration
+            self._buffer.extend(await self.receive())
+        return self._buffer.popleft()
+
+    # -- acknowledging -------------------------------------------------------------------
+
+    async def ack(self, message: PoppedMessage) -> None:
+        """Acknowledge ``message`` with its current receipt handle: it is not delivered
+        again. Acking twice sends nothing the second time. Raises
+        :class:`~producer.errors.ReceiptHandleExpiredError` (and sends nothing) when its
+        invisible time already ran out: it will be delivered again."""
+        api, clock = self._open()
+        receipt = decide(message, self.group, "ack", clock.monotonic_ms())
+        if receipt is None:
+            return
+        addr = api.addr(receipt.handle.broker_name)
+        request = ack_request(self.group, receipt.topic, receipt.handle)
+        check_ack(await api.client.invoke(addr, request, self._request_timeout_ms))
+        receipt.state = ReceiptState.ACKED
+
+    async def ack_batch(self, messages: Sequence[PoppedMessage]) -> None:
+        """Acknowledge several messages: one BATCH_ACK_MESSAGE per broker and topic on a
+        broker known to have it (5.2.0 on), else one ack each. Every message is checked
+        first (as :meth:`ack` does): an expired one raises before anything is sent."""
+        api, clock = self._open()
+        now = clock.monotonic_ms()
+        chosen = [(m, r) for m in messages if (r := decide(m, self.group, "ack", now)) is not None]
+        groups: dict[tuple[str, str], list[Receipt]] = {}
+        for _, receipt in chosen:
+            groups.setdefault((receipt.handle.broker_name, receipt.topic), []).append(receipt)
+        for (broker_name, topic), receipts in groups.items():
+            addr = api.addr(broker_name)
+            if self._versions.get(addr, 0) < BATCH_ACK_BROKER_VERSION or len(receipts) == 1:
+                for receipt in receipts:
+                    request = ack_request(self.group, topic, receipt.handle)
+                    check_ack(await api.client.invoke(addr, request, self._request_timeout_ms))
+                    receipt.state = ReceiptState.ACKED
+                continue
+            request = batch_ack_request(self.group, topic, [r.handle for r in receipts])
+            check_ack(await api.client.invoke(addr, request, self._request_timeout_ms))
+            for receipt in receipts:
+                receipt.state = ReceiptState.ACKED
+
+    async def change_invisible_duration(
+        self, message: PoppedMessage, invisible_duration_ms: int
+    ) -> None:
+        """Hide ``message`` for ``invisible_duration_ms`` from now on (10 s to 12 h) instead
+        of what is left; its receipt handle changes (``ack`` uses the new one)."""
+        _check_invisible(invisible_duration_ms)
+        api, clock = self._open()
+        receipt = decide(message, self.group, "change the invisible time of", clock.monotonic_ms())
+        assert receipt is not None
+        addr = api.addr(receipt.handle.broker_name)
+        request = change_invisible_request(
+            self.group, receipt.topic, receipt.handle, invisible_duration_ms
+        )
+        sent_at = clock.monotonic_ms()
+        response = await api.client.invoke(addr, request, self._request_timeout_ms)
+        handle = parse_change_response(response, receipt.handle)
+        receipt.renewed(handle, sent_at + invisible_duration_ms)
+
+    async def dead_letter(self, message: PoppedMessage, max_reconsume_times: int = 16) -> None:
+        """Move ``message`` to the group's dead-letter queue ``%DLQ%<group>``
+        (CONSUMER_SEND_MSG_BACK with delay level -1), then ack it: it is not delivered
+        again. Raises :class:`~producer.errors.ReceiptHandleExpiredError` (nothing sent)
+        when its invisible time already ran out."""
+        api, clock = self._open()
+        if decide(message, self.group, "dead-letter", clock.monotonic_ms()) is None:
+            raise LocalProtocolError(f"message {message.msg_id} was already acknowledged")
+        await api.send_back(message, -1, max_reconsume_times)
+        await self.ack(message)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def check(self) -> None:
+        """Check now what the first ``receive`` of each subscribed topic would: a route, a
+        5.x broker for each (:class:`~producer.errors.PopUnsupportedError`), and no FIFO
+        topic without ``orderly``. Nothing is popped."""
+        api, _ = self._open()
+        for topic, broker_name, addr in await self._pairs(api):
+            await self._check_version(api, broker_name, addr, topic)
+
+    async def _pairs(self, api: BrokerApi) -> list[tuple[str, str, str]]:
+        """(topic, broker name, address) of every subscribed topic's readable brokers."""
+        if not self._subscriptions:
+            raise LocalProtocolError("subscribe() to a topic before receive()")
+        pairs: list[tuple[str, str, str]] = []
+        for topic in sorted(self._subscriptions):
+            queues = api.cached(topic) or await api.refresh(topic)
+            brokers = sorted({q.broker_name for q in queues.queues})
+            pairs += [
+                (topic, b, queues.broker_addrs[b]) for b in brokers if b in queues.broker_addrs
+            ]
+        if not pairs:
+            raise LocalProtocolError(f"no readable queue for {sorted(self._subscriptions)}")
+        return pairs
+
+    async def _next_broker(self, api: BrokerApi) -> tuple[str, str, str]:
+        """(topic, broker name, address): the next subscribed topic's brokers in turn."""
+        pairs = await self._pairs(api)
+        self._turn += 1
+        return pairs[self._turn % len(pairs)]
+
+    async def _check_version(self, api: BrokerApi, broker_name: str, addr: str, topic: str) -> None:
+        version = self._versions.get(addr)
+        if version is None:
+            response = await api.client.invoke(
+                addr, max_offset_request(topic, 0), HOUSEKEEPING_TIMEOUT_MS
+            )
+            version = self._versions[addr] = response.version
+        if version < POP_BROKER_VERSION:
+            raise PopUnsupportedError(broker_name, addr, version_name(version))
+        if not self.orderly and (addr, topic) not in self._normal_topics:
+            kind = await self._message_type(api, addr, topic)
+            if kind == "FIFO":
+                raise InvalidOptionError(
+                    f"topic {topic} is a FIFO topic on broker {broker_name}: pop it with "
+                    "SimpleConsumer(..., orderly=True), or its messages come out of order"
+                )
+            self._normal_topics.add((addr, topic))
+
+    async def _message_type(self, api: BrokerApi, addr: str, topic: str) -> str:
+        """The topic's 5.x message type (GET_TOPIC_CONFIG); ``NORMAL`` when the broker will
+        not say (an error answer: no such request, no permission)."""
+        request = topic_config_request(topic)
+        try:
+            return parse_message_type(
+                await api.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS)
+            )
+        except BrokerError as exc:
+            log.debug("message type of %s at %s unknown: %s", topic, addr, exc)
+            return "NORMAL"
+
+    def _open(self) -> tuple[BrokerApi, Clock]:
+        if self._api is None or self._clock is None:
+            raise LocalProtocolError("use `async with SimpleConsumer(...)` (or start()) first")
+        return self._api, self._clock
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidOptionError(f"{name} must be an int in {low}..{high}, got {value!r}")
+
+
+def _check_invisible(value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not MIN_INVISIBLE_MS <= value <= MAX_INVISIBLE_MS
+    ):
+        raise InvalidOptionError(
+            f"invisible_duration_ms must be an int from {MIN_INVISIBLE_MS} (10 s) to "
+            f"{MAX_INVISIBLE_MS} (12 h), the 5.x proxy's bounds, got {value!r}"
+        )
