@@ -29,6 +29,7 @@ from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
+from producer.consumer._sql_filters import check_in_broker, subscription_for
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 __all__ = ["PullConsumer"]
@@ -88,6 +89,7 @@ class PullConsumer(AsyncLifecycle):
         self._closed = False
         self._positions: dict[MessageQueue, int | None] = {}
         self._subscriptions: dict[str, Subscription] = {}
+        self._checked: set[str] = set()  # topics whose SQL92 filter a broker accepted
         self._buffer: deque[ReceivedMessage] = deque()
 
     def __repr__(self) -> str:
@@ -116,12 +118,17 @@ class PullConsumer(AsyncLifecycle):
         """The topic's readable queues, fresh from a name server (new queues show up)."""
         return list((await self._open().refresh(topic)).queues)
 
-    def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
+    def assign(
+        self, queues: Iterable[MessageQueue], expression: str = "*", *, sql: str | None = None
+    ) -> None:
         """Pull exactly these queues from now on, keeping the positions of those already
-        held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics."""
+        held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics, or
+        ``sql="a > 5 AND b = 'x'"`` by properties (checked with a broker before the
+        first pull of the topic, as a push consumer's start does)."""
         chosen = list(dict.fromkeys(queues))
         for topic in {q.topic for q in chosen}:
-            self._subscriptions[topic] = parse_subscription(topic, expression)
+            self._subscriptions[topic] = subscription_for(topic, expression, sql)
+            self._checked.discard(topic)
         self._positions = {q: self._positions.get(q) for q in chosen}
         self._buffer = deque(m for m in self._buffer if m.queue in self._positions)
 
@@ -234,6 +241,7 @@ class PullConsumer(AsyncLifecycle):
         error is raised and every queue is pulled again next time: nothing is lost).
         Long-polled, the first queue to answer with messages ends the round."""
         api = await self._routed(queues)
+        await self._check_filters(api, {q.topic for q in queues})
         starts = {q: await self.position(q) for q in queues}
         results: dict[MessageQueue, Pulled] = {}
         errors: list[ProducerError] = []
@@ -313,6 +321,12 @@ class PullConsumer(AsyncLifecycle):
             if api.cached(topic) is None:
                 await api.refresh(topic)
         return api
+
+    async def _check_filters(self, api: BrokerApi, topics: set[str]) -> None:
+        """A SQL92 filter a broker cannot compile would filter nothing: check it first."""
+        pending = sorted(topics - self._checked)
+        await check_in_broker(api, [self._subscriptions[t] for t in pending], {})
+        self._checked |= topics
 
     def _sub(self, queue: MessageQueue) -> Subscription:
         found = self._subscriptions.get(queue.topic)

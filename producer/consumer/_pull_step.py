@@ -62,6 +62,7 @@ async def pull_once(
         commit=False,  # offsets are committed only by commit(), never piggy-backed
         suspend=ask.suspend_ms > 0,
         expression=subscription.expression,  # no heartbeat needed: no group membership
+        expression_type=subscription.expression_type,
     )
     timeout = ask.suspend_ms + PULL_RPC_MARGIN_MS if ask.suspend_ms else ask.request_timeout_ms
     result = await api.pull(params, timeout)

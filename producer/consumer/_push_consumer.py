@@ -48,6 +48,7 @@ from producer.consumer._options import TUNING, ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
 from producer.consumer._running import Running, start_running
+from producer.consumer._sql_filters import check_in_broker, subscription_for
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -138,13 +139,15 @@ class PushConsumer(AsyncLifecycle):
 
     # -- set-up --------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume ``topic``'s messages whose tag is in ``"TagA || TagB"`` (``*``: all)."""
+    def subscribe(self, topic: str, expression: str = "*", *, sql: str | None = None) -> None:
+        """Consume ``topic``'s messages whose tag is in ``"TagA || TagB"`` (``*``: all),
+        or, with ``sql="a > 5 AND b = 'x'"``, those whose properties the broker's SQL92
+        filter accepts (a broker with ``enablePropertyFilter=true``; checked at start)."""
         if self._state != "new":
             raise LocalProtocolError("subscribe() before start()")
         if not isinstance(topic, str) or not topic.strip():
             raise InvalidOptionError(f"topic={topic!r}: a non-empty topic name")
-        self._subscriptions[topic] = parse_subscription(topic, expression)
+        self._subscriptions[topic] = subscription_for(topic, expression, sql)
 
     @property
     def assigned_queues(self) -> list[MessageQueue]:
@@ -183,6 +186,11 @@ class PushConsumer(AsyncLifecycle):
         for topic in self._subscriptions:
             self._versions[topic] = r.clock.wall_ms()
         await self._refresh_routes(r)
+        try:  # a filter the broker refuses stops the start here, before any pull
+            await check_in_broker(r.api, self._subscriptions.values(), self._versions)
+        except BaseException:
+            await self.aclose()
+            raise
         await r.api.heartbeat(self._consumer_data())
         await self._rebalance(r)
         r.tg.start_soon(self._rebalance_loop, r)

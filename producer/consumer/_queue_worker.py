@@ -103,6 +103,7 @@ class QueueWorker:
             suspend_timeout_ms=options.suspend_timeout_ms,
             sub_version=self._sub_version(),
             commit=options.model is MessageModel.CLUSTERING,
+            expression_type=self.subscription.expression_type,
         )
         try:
             result = await self.api.pull(params, options.suspend_timeout_ms + PULL_RPC_MARGIN_MS)

@@ -28,6 +28,7 @@ from producer.testing._acl import AccessControl
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
+from producer.testing._filters import check_client_config
 from producer.testing._schedule import SCHEDULE_TOPIC
 from producer.testing._send_checks import (
     SendRefusal,
@@ -93,6 +94,7 @@ class Broker:
         hold_check_ms: float | None = None,
         version: int = V4_9_4,
         transactions: TransactionConfig | None = None,
+        property_filter: bool = False,
     ) -> None:
         self.name = name
         self.version = version  # MQVersion ordinal, in every answer
@@ -117,6 +119,7 @@ class Broker:
             create_topic=self._topic_created,
             put=self.put,
             hold_check_ms=hold_check_ms,
+            property_filter=property_filter,
         )
         if auto_create_topic:
             self.store.put_topic(
@@ -179,6 +182,8 @@ class Broker:
             return answer_unregister(request, self.transactions.producers, self.consume)
         if code == RequestCode.GET_MAX_OFFSET:
             return self._max_offset(request)
+        if code == RequestCode.CHECK_CLIENT_CONFIG:
+            return check_client_config(request, self.consume.property_filter)
         return not_supported(request)
 
     # -- sends ---------------------------------------------------------------------------
