@@ -2,7 +2,7 @@
 
 ``compile_sql92("a > 5 AND b = 'x'")`` returns the expression tree
 (:mod:`producer._remoting.sql92_nodes`) or raises :class:`SqlParseError` whose ``reason``
-is the text a broker answers 23 SUBSCRIPTION_PARSE_FAILED with (docs/consuming.md 5).
+is the text a broker answers 23 SUBSCRIPTION_PARSE_FAILED with (docs/consuming.md 6).
 The grammar is ``SelectorParser.jj`` of rocketmq-all-4.9.4: comparisons (``= <> > >= <
 <=``), ``[NOT] BETWEEN x AND y``, ``[NOT] IN ('a', ...)``, ``IS [NOT] NULL``,
 ``AND``/``OR``/``NOT``, unary ``-``, string, integer and decimal literals, ``TRUE``,

@@ -33,7 +33,7 @@ class Subscription:
     """One topic's subscription as the heartbeat carries it (``SubscriptionData``).
 
     ``tags`` is empty for "everything" (``*``) and for SQL92; ``codes`` are their Java
-    hash codes. A SQL92 subscription is filtered by the broker alone (docs/consuming.md 5).
+    hash codes. A SQL92 subscription is filtered by the broker alone (docs/consuming.md 6).
     """
 
     topic: str

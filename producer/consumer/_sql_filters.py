@@ -1,6 +1,6 @@
 """Subscriptions with a SQL92 filter: built and checked locally at ``subscribe()``, then
 checked with a broker before consuming starts, as Java's ``checkClientInBroker`` does
-(docs/consuming.md 5).
+(docs/consuming.md 6).
 
 A 4.9.4 broker that cannot compile a pull's SQL92 subscription does not refuse the pull:
 it filters nothing (``ConsumerFilterManager.build`` returns null and

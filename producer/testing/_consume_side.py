@@ -299,7 +299,7 @@ class ConsumeSide:
         self, request: RemotingCommand, group: str, topic: str, sys_flag: int
     ) -> tuple[Subscription, Node | None]:
         """The pull's subscription and SQL92 filter, as ``PullMessageProcessor`` finds
-        them: the pull's own, or the group's registered one (docs/consuming.md 1.5, 5)."""
+        them: the pull's own, or the group's registered one (docs/consuming.md 1.5, 6)."""
         if sys_flag & FLAG_SUBSCRIPTION:
             kind, text = request.field("expressionType"), request.field("subscription")
             if is_tag_type(kind):

@@ -1,7 +1,7 @@
 """SQL92 subscriptions end to end against the dev cluster (``enablePropertyFilter=true``):
 the push and the pull consumer get exactly what the recorded broker delivered, a broker
 without the property filter stops ``start()`` before any pull, and an expression that
-does not parse fails at ``subscribe()`` with the broker's reason (docs/consuming.md 5)."""
+does not parse fails at ``subscribe()`` with the broker's reason (docs/consuming.md 6)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The SQL92 selector (``producer._remoting.sql92``) against the real 4.9.4 filter code,
-the recorded broker's remark, and a small reference model (docs/consuming.md 5)."""
+the recorded broker's remark, and a small reference model (docs/consuming.md 6)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from producer._remoting.consumer_requests import (
+    ConsumeFromWhere,
+    ConsumerData,
+    MessageModel,
+    PullParams,
+    check_client_config_request,
+    pull_request,
+)
 from producer._remoting.frame import decode_frame
+from producer._remoting.message import MessageQueue
 from producer._remoting.sql92 import SqlParseError, compile_sql92
 from producer._remoting.sql92_nodes import SqlEvaluationError
+from producer._remoting.subscription import sql_subscription
 from tests.protocol.golden import golden_dir
 
 REFERENCE = golden_dir() / "sql92" / "selector_4_9_4.jsonl"
@@ -177,3 +187,53 @@ def test_an_expression_that_does_not_parse_raises_with_the_brokers_reason(bad: s
     with pytest.raises(SqlParseError) as caught:
         compile_sql92(bad)
     assert caught.value.reason.startswith(("org.apache.rocketmq.filter.parser.", "java."))
+
+
+# -- the client's frames against the recorded Java client's --------------------------------
+
+
+def _golden(seq: int) -> Any:
+    return decode_frame((SESSION / "raw" / _RAW[seq]).read_bytes())
+
+
+_RAW = {
+    11: "000011-broker-a-c2-c2s.bin",
+    13: "000013-broker-b-c3-c2s.bin",
+    51: "000051-broker-a-c2-c2s.bin",
+}
+
+
+def test_check_client_config_is_the_recorded_request_byte_for_byte_in_its_body() -> None:
+    sub = sql_subscription("SqlTopic", "a > 5 AND b = 'x'")
+    ours = check_client_config_request(
+        "192.0.2.2@sqlconsumer", "SqlConsumerGroup", sub, 1795788494232
+    )
+    real = _golden(11)
+    assert (ours.code, ours.ext_fields, ours.body) == (real.code, real.ext_fields, real.body)
+
+
+def test_the_heartbeat_subscription_and_the_pull_are_the_recorded_ones() -> None:
+    sub = sql_subscription("SqlTopic", "a > 5 AND b = 'x'")
+    data = ConsumerData(
+        "SqlConsumerGroup",
+        MessageModel.CLUSTERING,
+        ConsumeFromWhere.FIRST_OFFSET,
+        (sub,),
+        {"SqlTopic": 1795788494232},
+    )
+    real_sets = json.loads(_golden(13).body)["consumerDataSet"][0]["subscriptionDataSet"]
+    assert data.to_json()["subscriptionDataSet"] == [
+        s for s in real_sets if s["topic"] == "SqlTopic"
+    ]
+    real_pull = _golden(51)
+    params = PullParams(
+        group="SqlConsumerGroup",
+        queue=MessageQueue("SqlTopic", "broker-a", 0),
+        offset=0,
+        max_messages=32,
+        commit_offset=0,
+        suspend_timeout_ms=15000,
+        sub_version=1795788495074,
+        expression_type=sub.expression_type,
+    )
+    assert pull_request(params).ext_fields == real_pull.ext_fields

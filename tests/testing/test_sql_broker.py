@@ -2,7 +2,7 @@
 the Java client's frames written byte for byte, each answer compared with the real
 broker's - CHECK_CLIENT_CONFIG (good and bad expression), the pulls of the seven messages
 (a pull held while only messages its filter refuses arrive), and a group whose expression
-does not compile (25, then 27) - plus ``enablePropertyFilter`` off (docs/consuming.md 5)."""
+does not compile (25, then 27) - plus ``enablePropertyFilter`` off (docs/consuming.md 6)."""
 
 from __future__ import annotations
 
