@@ -24,6 +24,7 @@ from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message
+from producer._remoting.namespace import wrap
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._send.backpressure import InFlightLimiter
@@ -106,6 +107,7 @@ class Producer(AsyncLifecycle):
         batch_max_messages: int = _D.batch_max_messages,
         batch_max_bytes: int = _D.batch_max_bytes,
         batch_linger_ms: float = _D.batch_linger_ms,
+        namespace: str | None = _D.namespace,
         credentials: Credentials | None = None,
         ssl: SSLContext | bool | None = None,
         hooks: Sequence[object] = (),
@@ -138,8 +140,9 @@ class Producer(AsyncLifecycle):
             batch_max_messages=batch_max_messages,
             batch_max_bytes=batch_max_bytes,
             batch_linger_ms=batch_linger_ms,
+            namespace=namespace,
         )
-        self.group = group
+        self.group = group = wrap(namespace, group)  # as Java's getProducerGroup()
         self.namesrv_addrs = parse_namesrv(namesrv)
         self._signer = signer_for(credentials)
         self._tls = client_tls(ssl)
@@ -150,6 +153,7 @@ class Producer(AsyncLifecycle):
             compress_level=compress_level,
             compress_codec=self.options.codec,
             max_message_size=max_message_size,
+            namespace=namespace,
         )
         self._rng = rng or random.Random()
         self._given_clock = clock

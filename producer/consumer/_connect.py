@@ -30,6 +30,7 @@ class Identity:
     signer: RequestSigner | None
     tls: ssl.SSLContext | None
     connect_timeout_ms: float
+    namespace: str | None = None  # the group above is already wrapped in it
 
     @classmethod
     def of_tool(
@@ -76,4 +77,5 @@ async def open_api(
     api = BrokerApi(
         group=who.group, client_id=who.client_id, client=client, routes=routes, clock=clock, rng=rng
     )
+    api.namespace = who.namespace
     return pool, api

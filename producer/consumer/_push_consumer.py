@@ -33,6 +33,7 @@ from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import ConsumerData, MessageModel
 from producer._remoting.message import MessageQueue
+from producer._remoting.namespace import check_namespace, namespaced_group, wrap
 from producer._remoting.request_table import not_supported
 from producer._remoting.retry_topics import retry_topic
 from producer._remoting.subscription import Subscription, parse_subscription
@@ -76,6 +77,7 @@ class PushConsumer(AsyncLifecycle):
         model: str = "clustering",
         consume_from: str | int = "last",
         instance_name: str | None = None,
+        namespace: str | None = None,
         offset_store_dir: str | os.PathLike[str] | None = None,
         credentials: Credentials | None = None,
         ssl: object = None,
@@ -106,7 +108,8 @@ class PushConsumer(AsyncLifecycle):
         connect_timeout_ms: float = _C.connect_timeout_ms,
     ) -> None:
         check_group(group, role="consumer")
-        self.group = group
+        self.namespace = check_namespace(namespace)
+        self.group = group = namespaced_group(namespace, group)  # as getConsumerGroup()
         self.namesrv_addrs = parse_namesrv(namesrv)
         # The options as given (None: the default for the mode), checked once by build.
         given = {k: v for k, v in locals().items() if k in TUNING and v is not None}
@@ -147,6 +150,7 @@ class PushConsumer(AsyncLifecycle):
             raise LocalProtocolError("subscribe() before start()")
         if not isinstance(topic, str) or not topic.strip():
             raise InvalidOptionError(f"topic={topic!r}: a non-empty topic name")
+        topic = wrap(self.namespace, topic)  # nsA%topic on the wire (Java's withNamespace)
         self._subscriptions[topic] = subscription_for(topic, expression, sql)
 
     @property
@@ -211,6 +215,7 @@ class PushConsumer(AsyncLifecycle):
             self._signer,
             self._tls,
             self.options.connect_timeout_ms,
+            self.namespace,
         )
         return await start_running(
             runtime,
