@@ -41,6 +41,7 @@ class Identity:
         credentials: Credentials | None,
         ssl_option: bool | ssl.SSLContext | None,
         connect_timeout_ms: float,
+        namespace: str | None = None,
     ) -> Identity:
         """A client that joins no group (a pull consumer, the DLQ reader): its id says
         ``kind`` and the process, as the Java tools' instance names do."""
@@ -51,6 +52,7 @@ class Identity:
             signer_for(credentials),
             client_tls(ssl_option),
             connect_timeout_ms,
+            namespace,
         )
 
 

@@ -14,7 +14,7 @@ import random
 import ssl as ssl_module
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import Literal, TypeVar
 
 import anyio
 
@@ -23,6 +23,7 @@ from producer._consume.message import ReceivedMessage
 from producer._lifecycle import AsyncLifecycle
 from producer._remoting.acl import Credentials
 from producer._remoting.message import MessageQueue
+from producer._remoting.namespace import check_namespace, unwrap, wrap
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
@@ -35,6 +36,7 @@ from producer.errors import InvalidOptionError, LocalProtocolError, ProducerErro
 __all__ = ["PullConsumer"]
 
 OffsetReset = Literal["earliest", "latest"]
+_T = TypeVar("_T")
 MAX_PULL_MESSAGES = 32  # a 4.9.4 broker sends at most this many per pull (in memory)
 ITER_POLL_MS = 1000  # how long ``async for`` long-polls before pulling again
 
@@ -70,8 +72,11 @@ class PullConsumer(AsyncLifecycle):
         clock: Clock | None = None,
         rng: random.Random | None = None,
         connect_timeout_ms: float = 3000.0,
+        namespace: str | None = None,
     ) -> None:
         check_group(group)
+        self.namespace = check_namespace(namespace)
+        group = wrap(namespace, group)  # topics too: queues() and assign() translate
         _check_choice("auto_offset_reset", auto_offset_reset, ("earliest", "latest"))
         _check_choice("offset_out_of_range", offset_out_of_range, ("reset", "raise"))
         if isinstance(max_pull_messages, bool) or not 1 <= max_pull_messages <= 1024:
@@ -81,7 +86,9 @@ class PullConsumer(AsyncLifecycle):
         self._raise_out_of_range = offset_out_of_range == "raise"
         self._max_pull = max_pull_messages
         self._request_timeout_ms = request_timeout_ms
-        self._who = Identity.of_tool(group, "pull", namesrv, credentials, ssl, connect_timeout_ms)
+        self._who = Identity.of_tool(
+            group, "pull", namesrv, credentials, ssl, connect_timeout_ms, self.namespace
+        )
         self._clock = clock
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
@@ -116,7 +123,8 @@ class PullConsumer(AsyncLifecycle):
 
     async def queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, fresh from a name server (new queues show up)."""
-        return list((await self._open().refresh(topic)).queues)
+        found = await self._open().refresh(wrap(self.namespace, topic))
+        return [self._user(q) for q in found.queues]
 
     def assign(
         self, queues: Iterable[MessageQueue], expression: str = "*", *, sql: str | None = None
@@ -125,7 +133,7 @@ class PullConsumer(AsyncLifecycle):
         held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics, or
         ``sql="a > 5 AND b = 'x'"`` by properties (checked with a broker before the
         first pull of the topic, as a push consumer's start does)."""
-        chosen = list(dict.fromkeys(queues))
+        chosen = list(dict.fromkeys(map(self._wire, queues)))
         for topic in {q.topic for q in chosen}:
             self._subscriptions[topic] = subscription_for(topic, expression, sql)
             self._checked.discard(topic)
@@ -133,12 +141,13 @@ class PullConsumer(AsyncLifecycle):
         self._buffer = deque(m for m in self._buffer if m.queue in self._positions)
 
     def assignment(self) -> list[MessageQueue]:
-        return list(self._positions)
+        return [self._user(q) for q in self._positions]
 
     # -- positions -----------------------------------------------------------------------
 
     def seek(self, queue: MessageQueue, offset: int) -> None:
         """Pull ``queue`` from ``offset`` next."""
+        queue = self._wire(queue)
         self._held(queue)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidOptionError(f"offset must be an int >= 0, got {offset!r}")
@@ -164,6 +173,7 @@ class PullConsumer(AsyncLifecycle):
 
     async def position(self, queue: MessageQueue) -> int:
         """The offset the next pull of ``queue`` starts at (resolved now if unknown)."""
+        queue = self._wire(queue)
         self._held(queue)
         found = self._positions[queue]
         if found is None:
@@ -171,12 +181,14 @@ class PullConsumer(AsyncLifecycle):
         return found
 
     async def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
-        api = await self._routed(queues)
-        return {q: await api.min_offset(q) for q in queues}
+        wire = [self._wire(q) for q in queues]
+        api = await self._routed(wire)
+        return {self._user(q): await api.min_offset(q) for q in wire}
 
     async def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
-        api = await self._routed(queues)
-        return {q: await api.max_offset(q) for q in queues}
+        wire = [self._wire(q) for q in queues]
+        api = await self._routed(wire)
+        return {self._user(q): await api.max_offset(q) for q in wire}
 
     async def offsets_for_time(
         self, queues: Iterable[MessageQueue], timestamp_ms: int
@@ -186,15 +198,17 @@ class PullConsumer(AsyncLifecycle):
         answers the message stored *closest* to the time, possibly just before it; that
         one is looked at and stepped over. Messages stored within the same millisecond
         may be answered from the middle (a 4.9.4 broker's binary search)."""
-        api = await self._routed(queues)
+        wire = [self._wire(q) for q in queues]
+        api = await self._routed(wire)
         found: dict[MessageQueue, int] = {}
-        for queue in queues:
+        for queue in wire:
             offset = await api.search_offset(queue, timestamp_ms)
-            found[queue] = await self._not_before(api, queue, offset, timestamp_ms)
+            found[self._user(queue)] = await self._not_before(api, queue, offset, timestamp_ms)
         return found
 
     async def committed(self, queue: MessageQueue) -> int | None:
         """The group's committed offset of ``queue`` (QUERY_CONSUMER_OFFSET), if any."""
+        queue = self._wire(queue)
         return await (await self._routed([queue])).query_offset(queue)
 
     async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
@@ -202,6 +216,7 @@ class PullConsumer(AsyncLifecycle):
         next offset to read, as Java commits)."""
         if offsets is None:
             offsets = {q: o for q, o in self._positions.items() if o is not None}
+        offsets = {self._wire(q): o for q, o in offsets.items()}
         api = await self._routed(offsets)
         for queue, offset in offsets.items():
             await api.persist(queue, offset, oneway=False)
@@ -217,11 +232,14 @@ class PullConsumer(AsyncLifecycle):
         without messages are left out."""
         chosen = self._chosen(queues)
         if self._buffer:
-            return self._from_buffer(chosen, max_records)
+            return self._keyed_for_user(self._from_buffer(chosen, max_records))
         found = await self._round(chosen, 0, max_records)
         if not found and timeout_ms > 0:
             found = await self._round(chosen, int(timeout_ms), max_records)
-        return found
+        return self._keyed_for_user(found)
+
+    def _keyed_for_user(self, found: dict[MessageQueue, _T]) -> dict[MessageQueue, _T]:
+        return found if self.namespace is None else {self._user(q): v for q, v in found.items()}
 
     def __aiter__(self) -> PullConsumer:
         return self
@@ -274,6 +292,7 @@ class PullConsumer(AsyncLifecycle):
             suspend_ms=suspend_ms,
             request_timeout_ms=self._request_timeout_ms,
             raise_out_of_range=self._raise_out_of_range,
+            namespace=self.namespace,
         )
 
     def _from_buffer(
@@ -334,7 +353,20 @@ class PullConsumer(AsyncLifecycle):
             found = self._subscriptions[queue.topic] = parse_subscription(queue.topic, "*")
         return found
 
+    def _wire(self, queue: MessageQueue) -> MessageQueue:
+        """The queue as the wire names it (``nsA%topic``); wrapping twice is a no-op."""
+        if self.namespace is None:
+            return queue
+        return MessageQueue(wrap(self.namespace, queue.topic), queue.broker_name, queue.queue_id)
+
+    def _user(self, queue: MessageQueue) -> MessageQueue:
+        if self.namespace is None:
+            return queue
+        topic = unwrap(queue.topic, self.namespace)
+        return MessageQueue(topic, queue.broker_name, queue.queue_id)
+
     def _chosen(self, queues: tuple[MessageQueue, ...]) -> list[MessageQueue]:
+        queues = tuple(map(self._wire, queues))
         for queue in queues:
             self._held(queue)
         return list(queues) if queues else list(self._positions)

@@ -15,7 +15,13 @@ from producer import Message, Producer
 from producer._remoting.frame import decode_frame
 from producer._remoting.namespace import MAX_NAMESPACE_LENGTH, check_namespace, unwrap, wrap
 from producer._remoting.requests import SendRequestFactory
-from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
+from producer.consumer import (
+    ConsumeStatus,
+    MessageQueue,
+    PullConsumer,
+    PushConsumer,
+    ReceivedMessage,
+)
 from producer.errors import InvalidOptionError
 from producer.testing import DevClusterThread
 from tests.protocol.golden import golden_dir
@@ -134,3 +140,28 @@ async def test_a_namespaced_producer_and_consumer_see_their_own_names(
     back = golden(71).ext_fields  # type: ignore[attr-defined]
     assert retried.properties["RETRY_TOPIC"] == back["originTopic"] == "nsA%NsTopic"
     assert retried.properties["INSTANCE_ID"] == "nsA"
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_namespaced_pull_consumer_reads_and_commits_under_wrapped_names(
+    cluster: DevClusterThread,
+) -> None:
+    async with Producer("NsProducerGroup", cluster.namesrv_addr, namespace="nsA") as producer:
+        await producer.send(Message("NsTopic", b"pulled"))
+    async with PullConsumer("NsPullGroup", cluster.namesrv_addr, namespace="nsA") as consumer:
+        queues = await consumer.queues("NsTopic")
+        assert {q.topic for q in queues} == {"NsTopic"}  # as fetchMessageQueues shows them
+        consumer.assign(queues)
+        assert consumer.assignment() == queues
+        await consumer.seek_to_beginning()
+        got: dict[MessageQueue, list[ReceivedMessage]] = {}
+        with anyio.fail_after(20):
+            while not got:
+                got = await consumer.getmany(timeout_ms=200)
+        [(queue, [message])] = got.items()
+        assert (queue.topic, message.topic, message.body) == ("NsTopic", "NsTopic", b"pulled")
+        assert await consumer.position(queue) == 1
+        await consumer.commit()
+        assert await consumer.committed(queue) == 1
+    assert cluster.consumer_offsets("broker-a") == {"nsA%NsTopic@nsA%NsPullGroup": {0: 1}}
