@@ -30,6 +30,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from producer._consume.message import ReceivedMessage, received_message
 from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
+from producer._remoting.namespace import unwrap
 from producer._remoting.transaction import (
     CHECK_FAILED_REMARK,
     CheckRequest,
@@ -78,8 +79,10 @@ class CheckServer:
         timeout_ms: float,
         workers: int,
         max_pending: int,
+        namespace: str | None = None,
     ) -> None:
         self.group = group
+        self.namespace = namespace  # a check's message shows the user's topic
         self._check = check
         self._end = end
         self._running = running
@@ -160,6 +163,7 @@ class CheckServer:
             return TransactionState.UNKNOWN, None
         record = request.record
         message = received_message(record, self._broker_name(check.address), record.inflated_body())
+        message.topic = unwrap(message.topic, self.namespace)
         try:
             with anyio.fail_after(self._timeout_s):
                 state: object = self._check(message)
