@@ -290,7 +290,7 @@ class Producer(AsyncLifecycle):
         prepared = self._prepared(message)
         budget = running.planner.budget_ms(timeout_ms)
         if message.timed:
-            await running.timer.check(message, budget)
+            await running.timer.check(message, budget, prepared.topic)
         batching = running.batching
         if batching is not None and order_key is None and batchable(prepared, message):
             joined = batching.send(prepared, message, budget)
@@ -337,6 +337,7 @@ class Producer(AsyncLifecycle):
                 lambda: self._start_async(running, message, prepared, budget, future),
                 spawn=running.async_sends.spawn,
                 tracker=self._tracker,
+                topic=prepared.topic,
             )
             return future
         batching = running.batching
@@ -370,7 +371,7 @@ class Producer(AsyncLifecycle):
         prepared = self._prepared(message)
         budget = running.planner.budget_ms(timeout_ms)
         if message.timed:
-            await running.timer.check(message, budget)
+            await running.timer.check(message, budget, prepared.topic)
         await self._run(running, SendJob(prepared, message), SendMode.ONEWAY, budget)
 
     # -- internals --------------------------------------------------------------------

@@ -165,3 +165,14 @@ async def test_a_namespaced_pull_consumer_reads_and_commits_under_wrapped_names(
         await consumer.commit()
         assert await consumer.committed(queue) == 1
     assert cluster.consumer_offsets("broker-a") == {"nsA%NsTopic@nsA%NsPullGroup": {0: 1}}
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_namespaced_timed_message_checks_the_wrapped_topics_brokers() -> None:
+    with DevClusterThread(
+        brokers=1, topics={"nsA%Timed": 1}, auto_create_topic=False, broker_version="5.x"
+    ) as cluster:
+        async with Producer("P", cluster.namesrv_addr, namespace="nsA") as producer:
+            result = await producer.send(Message("Timed", b"later", delay_ms=60_000))
+        assert result.queue.topic == "Timed"
