@@ -11,6 +11,8 @@ import anyio
 import pytest
 
 from producer import Message, Producer
+from producer.blocking import Producer as BlockingProducer
+from producer.blocking import PullConsumer as BlockingPullConsumer
 from producer.consumer import (
     ConsumeStatus,
     MessageQueue,
@@ -142,3 +144,23 @@ def test_a_broker_refusal_of_the_expression_is_a_subscription_parse_error() -> N
     error = BrokerError.for_code(23, "org.apache.rocketmq.filter.parser.ParseException: ...")
     assert isinstance(error, SubscriptionParseError)
     assert not error.retriable
+
+
+def test_the_blocking_pull_consumer_takes_sql_and_namespace_too() -> None:
+    with DevClusterThread(brokers=1, topics={f"nsA%{TOPIC}": 1}, property_filter=True) as cluster:
+        with BlockingProducer("SqlProducerGroup", cluster.namesrv_addr, namespace="nsA") as p:
+            for key, props in SEVEN:
+                p.send(Message(TOPIC, key.encode(), keys=key, properties=props))
+        consumer = BlockingPullConsumer("g", cluster.namesrv_addr, namespace="nsA")
+        try:
+            queues = consumer.queues(TOPIC)
+            consumer.assign(queues, sql=SQL)
+            consumer.seek_to_beginning()
+            got: list[ReceivedMessage] = []
+            while consumer.position(queues[0]) < 7:
+                for batch in consumer.getmany(timeout_ms=200).values():
+                    got.extend(batch)
+        finally:
+            consumer.close()
+    assert sorted(m.body.decode() for m in got) == sorted(DELIVERED)
+    assert {m.topic for m in got} == {TOPIC}
