@@ -24,6 +24,7 @@ from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message
+from producer._remoting.namespace import wrap
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._send.backpressure import InFlightLimiter
@@ -112,6 +113,7 @@ class Producer(AsyncLifecycle):
         batch_max_messages: int = _D.batch_max_messages,
         batch_max_bytes: int = _D.batch_max_bytes,
         batch_linger_ms: float = _D.batch_linger_ms,
+        namespace: str | None = _D.namespace,
         credentials: Credentials | None = None,
         ssl: SSLContext | bool | None = None,
         hooks: Sequence[object] = (),
@@ -145,8 +147,9 @@ class Producer(AsyncLifecycle):
             batch_max_messages=batch_max_messages,
             batch_max_bytes=batch_max_bytes,
             batch_linger_ms=batch_linger_ms,
+            namespace=namespace,
         )
-        self.group = group
+        self.group = group = wrap(namespace, group)  # as Java's getProducerGroup()
         self.namesrv_addrs = parse_namesrv(namesrv)
         self._signer = signer_for(credentials)
         self._tls = client_tls(ssl)
@@ -157,6 +160,7 @@ class Producer(AsyncLifecycle):
             compress_level=compress_level,
             compress_codec=self.options.codec,
             max_message_size=max_message_size,
+            namespace=namespace,
         )
         self._rng = rng or random.Random()
         self._given_clock = clock
@@ -318,7 +322,7 @@ class Producer(AsyncLifecycle):
         prepared = self._prepared(message)
         budget = running.planner.budget_ms(timeout_ms)
         if message.timed:
-            await running.timer.check(message, budget)
+            await running.timer.check(message, budget, prepared.topic)
         batching = running.batching
         if batching is not None and order_key is None and batchable(prepared, message):
             joined = batching.send(prepared, message, budget)
@@ -365,6 +369,7 @@ class Producer(AsyncLifecycle):
                 lambda: self._start_async(running, message, prepared, budget, future),
                 spawn=running.async_sends.spawn,
                 tracker=self._tracker,
+                topic=prepared.topic,
             )
             return future
         batching = running.batching
@@ -398,7 +403,7 @@ class Producer(AsyncLifecycle):
         prepared = self._prepared(message)
         budget = running.planner.budget_ms(timeout_ms)
         if message.timed:
-            await running.timer.check(message, budget)
+            await running.timer.check(message, budget, prepared.topic)
         await self._run(running, SendJob(prepared, message), SendMode.ONEWAY, budget)
 
     # -- internals --------------------------------------------------------------------

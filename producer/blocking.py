@@ -285,8 +285,10 @@ class PullConsumer(_OnLoopThread):
     def queues(self, topic: str) -> list[MessageQueue]:
         return self._call(self._consumer.queues(topic))
 
-    def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
-        self._consumer.assign(list(queues), expression)  # no I/O: safe from any thread
+    def assign(
+        self, queues: Iterable[MessageQueue], expression: str = "*", *, sql: str | None = None
+    ) -> None:
+        self._consumer.assign(list(queues), expression, sql=sql)  # no I/O: safe from any thread
 
     def seek(self, queue: MessageQueue, offset: int) -> None:
         self._consumer.seek(queue, offset)

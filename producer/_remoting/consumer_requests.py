@@ -30,6 +30,7 @@ __all__ = [
     "PullParams",
     "PullResult",
     "PullStatus",
+    "check_client_config_request",
     "check_success",
     "consumer_heartbeat_request",
     "consumer_list_request",
@@ -96,7 +97,7 @@ def _subscription_json(subscription: Subscription, version: int) -> dict[str, ob
     return {
         "classFilterMode": False,
         "codeSet": list(subscription.codes),
-        "expressionType": "TAG",
+        "expressionType": subscription.expression_type,
         "subString": subscription.expression,
         "subVersion": version,
         "tagsSet": list(subscription.tags),
@@ -115,6 +116,20 @@ def consumer_heartbeat_request(
         "producerDataSet": [{"groupName": g} for g in dict.fromkeys(groups)],
     }
     return RemotingCommand(RequestCode.HEART_BEAT, body=json_dumps(body))
+
+
+def check_client_config_request(
+    client_id: str, group: str, subscription: Subscription, version: int
+) -> RemotingCommand:
+    """CHECK_CLIENT_CONFIG (``CheckClientRequestBody``): can the broker compile this
+    subscription's expression? Java's ``checkClientInBroker`` sends it before the first
+    heartbeat (golden d_sql92 #11); a refusal is 23 with the parser's reason."""
+    body = {
+        "clientId": client_id,
+        "group": group,
+        "subscriptionData": _subscription_json(subscription, version),
+    }
+    return RemotingCommand(RequestCode.CHECK_CLIENT_CONFIG, body=json_dumps(body))
 
 
 def unregister_consumer_request(client_id: str, group: str) -> RemotingCommand:
@@ -198,6 +213,7 @@ class PullParams:
     commit: bool = True
     suspend: bool = True
     expression: str | None = None  # a subscription sent with the pull (no heartbeat needed)
+    expression_type: str = "TAG"  # or "SQL92"
 
     @property
     def sys_flag(self) -> int:
@@ -219,7 +235,7 @@ def pull_request(params: PullParams) -> RemotingCommand:
         "commitOffset": str(params.commit_offset),
         "suspendTimeoutMillis": str(params.suspend_timeout_ms),
         "subVersion": str(params.sub_version),
-        "expressionType": "TAG",
+        "expressionType": params.expression_type,
     }
     if params.expression is not None:
         fields["subscription"] = params.expression

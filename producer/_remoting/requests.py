@@ -32,8 +32,10 @@ from producer._remoting.message_codec import (
     compress_body,
     encode_batch,
 )
+from producer._remoting.namespace import wrap
 from producer._remoting.properties import (
     DELAY,
+    INSTANCE_ID,
     KEYS,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
@@ -237,6 +239,7 @@ def encode_message_properties(message: Message, uniq_key: str | None) -> str:
 
 _CHECKED_TOPICS_MAX = 1024  # valid topic names a factory remembers (a bound, not an LRU)
 _WAIT_TRUE = WAIT + NAME_VALUE_SEPARATOR + "true"
+_INSTANCE_ID = PROPERTY_SEPARATOR + INSTANCE_ID + NAME_VALUE_SEPARATOR
 _WAIT_FALSE = WAIT + NAME_VALUE_SEPARATOR + "false"
 
 
@@ -252,6 +255,7 @@ class SendRequestFactory:
         "default_topic",
         "default_topic_queue_nums",
         "max_message_size",
+        "namespace",
         "producer_group",
     )
 
@@ -265,8 +269,10 @@ class SendRequestFactory:
         compress_level: int = DEFAULT_COMPRESS_LEVEL,
         compress_codec: Codec = Codec.ZLIB,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        namespace: str | None = None,
     ) -> None:
         check_group(producer_group)
+        self.namespace = namespace
         self.producer_group = producer_group
         self.default_topic = default_topic
         self.default_topic_queue_nums = default_topic_queue_nums
@@ -283,11 +289,17 @@ class SendRequestFactory:
             self._check_topic(message.topic)
             check_fields(message, self.max_message_size)
         properties = encode_message_properties(message, uniq_key)
+        topic = message.topic
+        if self.namespace is not None:  # nsA%topic, and INSTANCE_ID last (c_namespace #63)
+            topic = wrap(self.namespace, topic)
+            properties += _INSTANCE_ID + self.namespace
+            if validate:
+                self._check_topic(topic)
         check_properties_size(properties)
         body, sys_flag = compress_body(
             bytes(message.body), self.compress_threshold, self.compress_level, self.compress_codec
         )
-        return self._prepared(message.topic, body, sys_flag, message.flag, properties, uniq_key)
+        return self._prepared(topic, body, sys_flag, message.flag, properties, uniq_key)
 
     def _check_topic(self, topic: object) -> None:
         """:func:`check_send_topic`, remembered for the topics a producer sends to."""
@@ -331,7 +343,10 @@ class SendRequestFactory:
         body = encode_batch(items)
         check_batch_size(len(body), self.max_message_size)
         own = _WAIT_TRUE if first.wait_store_msg_ok else _WAIT_FALSE
-        return self._prepared(first.topic, body, 0, 0, own, msg_id, batch=True)
+        topic = first.topic
+        if self.namespace is not None:  # Java sets INSTANCE_ID on the MessageBatch itself
+            topic, own = wrap(self.namespace, topic), own + _INSTANCE_ID + self.namespace
+        return self._prepared(topic, body, 0, 0, own, msg_id, batch=True)
 
     def _prepared(
         self,

@@ -1,4 +1,4 @@
-"""Tag subscriptions: parsing ``"TagA || TagB"``, Java's tag hash codes, and matching.
+"""Subscriptions: tags (``"TagA || TagB"``, Java's tag hash codes, matching) or SQL92.
 
 A broker filters a pull by the **hash** of each message's tag (the consume queue keeps
 ``tags.hashCode()``), so hashes that collide let foreign tags through; the client then
@@ -14,13 +14,17 @@ from dataclasses import dataclass
 from latency_fault import java_string_hash
 
 __all__ = [
+    "SQL92",
     "SUBSCRIBE_ALL",
+    "TAG",
     "Subscription",
     "java_string_hash",
     "parse_subscription",
+    "sql_subscription",
 ]
 
 SUBSCRIBE_ALL = "*"
+TAG, SQL92 = "TAG", "SQL92"  # ExpressionType
 _TAG_SEPARATOR = "||"
 
 
@@ -28,13 +32,19 @@ _TAG_SEPARATOR = "||"
 class Subscription:
     """One topic's subscription as the heartbeat carries it (``SubscriptionData``).
 
-    ``tags`` is empty for "everything" (``*``); ``codes`` are their Java hash codes.
+    ``tags`` is empty for "everything" (``*``) and for SQL92; ``codes`` are their Java
+    hash codes. A SQL92 subscription is filtered by the broker alone (docs/consuming.md 7).
     """
 
     topic: str
     expression: str
     tags: tuple[str, ...]
     codes: tuple[int, ...]
+    expression_type: str = TAG
+
+    @property
+    def is_sql(self) -> bool:
+        return self.expression_type == SQL92
 
     @property
     def is_all(self) -> bool:
@@ -66,3 +76,9 @@ def parse_subscription(topic: str, expression: str | None) -> Subscription:
     if not tags:
         return Subscription(topic, SUBSCRIBE_ALL, (), ())
     return Subscription(topic, expression or text, tuple(tags), tuple(map(java_string_hash, tags)))
+
+
+def sql_subscription(topic: str, sql: str) -> Subscription:
+    """A SQL92 subscription (``FilterAPI.build`` for SQL92: no tags, no codes); the
+    expression is checked by :func:`producer._remoting.sql92.compile_sql92` before."""
+    return Subscription(topic, sql, (), (), SQL92)

@@ -12,6 +12,7 @@ from typing import Literal
 from latency_fault import ROUTER_NAMES
 from producer._remoting.codecs import Codec
 from producer._remoting.message_codec import DEFAULT_COMPRESS_LEVEL, DEFAULT_COMPRESS_THRESHOLD
+from producer._remoting.namespace import check_namespace
 from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMER_MAX_DELAY_MS
 from producer._send.retry_policy import RetryPolicy
 from producer.errors import InvalidOptionError
@@ -54,8 +55,10 @@ class ProducerOptions:
     batch_max_messages: int = 256
     batch_max_bytes: int = 256 * 1024
     batch_linger_ms: float = 0.0
+    namespace: str | None = None  # ClientConfig.namespace: names wrapped as nsA%name
 
     def __post_init__(self) -> None:
+        check_namespace(self.namespace)
         positive = {
             "send_timeout_ms": self.send_timeout_ms,
             "max_message_size": self.max_message_size,

@@ -19,6 +19,7 @@ import msgspec
 
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import MessageQueue
+from producer._remoting.namespace import unwrap
 from producer._remoting.send_header import SendResponseHeader
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
@@ -101,6 +102,7 @@ class SendPlan:
         "last_result",
         "max_attempts",
         "mode",
+        "namespace",
         "policy",
         "retry_not_store_ok",
     )
@@ -115,8 +117,10 @@ class SendPlan:
         budget_ms: float,
         retry_not_store_ok: bool,
         rng: random.Random,
+        namespace: str | None = None,
     ) -> None:
         self.mode = mode
+        self.namespace = namespace  # results name the user's topic
         self.policy = policy
         self.max_attempts = max_attempts
         self.deadline_ms = deadline_ms
@@ -170,6 +174,9 @@ class SendPlan:
         ok = status.is_ok
         outcome = AttemptOutcome.OK if ok else AttemptOutcome.NOT_STORED_OK
         self._record(queue, outcome, None if ok else status.response_code, latency_ms)
+        if self.namespace is not None:
+            topic = unwrap(queue.topic, self.namespace)
+            queue = MessageQueue(topic, queue.broker_name, queue.queue_id)
         result = self.last_result = SendResult(
             status,
             msg_id,

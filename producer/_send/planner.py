@@ -62,4 +62,5 @@ class Planner:
                 options.retry_another_broker_when_not_store_ok and not certain_retries_only
             ),
             rng=self._rng,
+            namespace=options.namespace,
         )

@@ -44,18 +44,18 @@ class TimerGate:
     def __repr__(self) -> str:
         return f"TimerGate(versions={self.versions})"
 
-    async def check(self, message: Message, budget_ms: float) -> None:
-        """Raise unless ``message``'s time is valid and its topic's brokers are 5.x."""
+    async def check(self, message: Message, budget_ms: float, topic: str | None = None) -> None:
+        """Raise unless ``message``'s time is valid and its topic's brokers are 5.x
+        (``topic``: the name on the wire, when a namespace wraps it)."""
         check_timer_window(message, self._clock.wall_ms(), self._max_delay_ms)
         deadline = self._clock.monotonic_ms() + budget_ms
-        route = await self._routes.get(message.topic, deadline)
+        topic = topic or message.topic
+        route = await self._routes.get(topic, deadline)
         for name, addr in sorted(route.broker_addrs.items()):
             version = self.versions.get(addr)
             if version is None:
                 remaining = max(deadline - self._clock.monotonic_ms(), 1.0)
-                response = await self._client.invoke(
-                    addr, max_offset_request(message.topic, 0), remaining
-                )
+                response = await self._client.invoke(addr, max_offset_request(topic, 0), remaining)
                 version = self.versions[addr] = response.version
             if version < TIMER_BROKER_VERSION:
                 raise TimedDeliveryUnsupportedError(name, addr, version_name(version))
@@ -69,6 +69,7 @@ class TimerGate:
         *,
         spawn: Spawn,
         tracker: SendTracker,
+        topic: str | None = None,
     ) -> None:
         """A timed ``send_async``: checked in a task the producer owns (``flush`` waits for
         it), then ``send()`` starts it alone; a refusal settles ``future``."""
@@ -76,7 +77,7 @@ class TimerGate:
 
         async def check_then_send() -> None:
             try:
-                await self.check(message, budget_ms)
+                await self.check(message, budget_ms, topic)
                 send()
             except ProducerError as exc:
                 future.set_error(exc)

@@ -32,6 +32,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from producer._consume.message import ReceivedMessage, received_message
 from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
+from producer._remoting.namespace import unwrap
 from producer._remoting.transaction import (
     CHECK_FAILED_REMARK,
     CheckRequest,
@@ -96,8 +97,10 @@ class CheckServer:
         timeout_ms: float,
         workers: int,
         max_pending: int,
+        namespace: str | None = None,
     ) -> None:
         self.group = group
+        self.namespace = namespace  # a check's message shows the user's topic
         self._check = check
         self._check_is_async = is_async_function(check)
         self._end = end
@@ -215,6 +218,7 @@ class CheckServer:
         """The check function's state for the checked message, or UNKNOWN with a remark."""
         record = check.request.record
         message = received_message(record, self._broker_name(check.address), record.inflated_body())
+        message.topic = unwrap(message.topic, self.namespace)
         try:
             with anyio.fail_after(self._timeout_s):
                 state = await self._call_check(message)

@@ -23,6 +23,7 @@ from producer._producer import Producer, ProducerState
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message
 from producer._remoting.message_codec import parse_offset_msg_id
+from producer._remoting.namespace import wrap
 from producer._remoting.properties import REAL_TOPIC
 from producer._remoting.query_message import query_by_uniq_key, stored_by_uniq_key
 from producer._remoting.transaction import (
@@ -164,6 +165,7 @@ class TransactionProducer(AsyncLifecycle):
             timeout_ms=check_timeout_ms,
             workers=check_workers,
             max_pending=max_pending_checks,
+            namespace=producer.options.namespace,
         )
         producer.peer_handler = self.checks.serve
 
@@ -390,8 +392,9 @@ class TransactionProducer(AsyncLifecycle):
         maintenance = self.producer._maintenance
         assert maintenance is not None, "started"
         deadline = maintenance.clock.monotonic_ms() + HOUSEKEEPING_TIMEOUT_MS
+        wire_topic = wrap(self.producer.options.namespace, topic)  # topics= are the user's
         try:
-            route = await maintenance.routes.get(topic, deadline)
+            route = await maintenance.routes.get(wire_topic, deadline)
         except ProducerError as exc:
             log.warning("%s: no route for %r to announce the group on: %s", self.group, topic, exc)
             return

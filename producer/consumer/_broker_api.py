@@ -44,6 +44,7 @@ from producer._remoting.consumer_requests import (
 )
 from producer._remoting.message import MessageQueue
 from producer._remoting.message_codec import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK
+from producer._remoting.namespace import wrap
 from producer._remoting.properties import (
     DELAY,
     MAX_RECONSUME_TIMES,
@@ -91,6 +92,8 @@ class BrokerApi:
         self.routes = routes
         self.clock = clock
         self.rng = rng
+        #: Topics on the wire are ``<namespace>%topic``; messages show the user's name.
+        self.namespace: str | None = None
         self._topics: dict[str, TopicQueues] = {}
 
     def __repr__(self) -> str:
@@ -233,7 +236,7 @@ class BrokerApi:
             commit_log_offset=message.commit_log_offset,
             delay_level=delay_level,
             origin_msg_id=message.msg_id,
-            origin_topic=message.topic,
+            origin_topic=wrap(self.namespace, message.topic),
             max_reconsume_times=max_reconsume_times,
         )
         addr = self.addr(message.queue.broker_name)
@@ -250,7 +253,7 @@ class BrokerApi:
         props = dict(message.properties)
         props.pop(TRANSACTION_PREPARED, None)
         props.setdefault(ORIGIN_MESSAGE_ID, message.msg_id)
-        props[RETRY_TOPIC] = message.topic
+        props[RETRY_TOPIC] = wrap(self.namespace, message.topic)
         props[RECONSUME_TIME] = str(reconsume_times)
         props[MAX_RECONSUME_TIMES] = str(max_reconsume_times)
         props[DELAY] = str(3 + message.reconsume_times)

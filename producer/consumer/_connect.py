@@ -30,6 +30,7 @@ class Identity:
     signer: RequestSigner | None
     tls: ssl.SSLContext | None
     connect_timeout_ms: float
+    namespace: str | None = None  # the group above is already wrapped in it
 
     @classmethod
     def of_tool(
@@ -40,6 +41,7 @@ class Identity:
         credentials: Credentials | None,
         ssl_option: bool | ssl.SSLContext | None,
         connect_timeout_ms: float,
+        namespace: str | None = None,
     ) -> Identity:
         """A client that joins no group (a pull consumer, the DLQ reader): its id says
         ``kind`` and the process, as the Java tools' instance names do."""
@@ -50,6 +52,7 @@ class Identity:
             signer_for(credentials),
             client_tls(ssl_option),
             connect_timeout_ms,
+            namespace,
         )
 
 
@@ -76,4 +79,5 @@ async def open_api(
     api = BrokerApi(
         group=who.group, client_id=who.client_id, client=client, routes=routes, clock=clock, rng=rng
     )
+    api.namespace = who.namespace
     return pool, api

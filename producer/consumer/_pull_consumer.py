@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import ssl as ssl_module
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import Literal, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -30,6 +30,7 @@ from producer._consume.message import ReceivedMessage
 from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
 from producer._remoting.acl import Credentials
 from producer._remoting.message import MessageQueue
+from producer._remoting.namespace import check_namespace, unwrap, wrap
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
@@ -38,11 +39,13 @@ from producer.consumer._connect import Identity, open_api
 from producer.consumer._pull_buffer import PullBuffer
 from producer.consumer._pull_heartbeat import PullHeartbeat, serve_broker_requests
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
+from producer.consumer._sql_filters import check_in_broker, subscription_for
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 __all__ = ["PullConsumer"]
 
 OffsetReset = Literal["earliest", "latest"]
+_T = TypeVar("_T")
 MAX_PULL_MESSAGES = 32  # a 4.9.4 broker sends at most this many per pull (in memory)
 ITER_POLL_MS = 1000  # how long ``async for`` long-polls before pulling again
 
@@ -81,8 +84,11 @@ class PullConsumer(AsyncLifecycle):
         clock: Clock | None = None,
         rng: random.Random | None = None,
         connect_timeout_ms: float = 3000.0,
+        namespace: str | None = None,
     ) -> None:
         check_group(group)
+        self.namespace = check_namespace(namespace)
+        group = wrap(namespace, group)  # topics too: queues() and assign() translate
         _check_choice("auto_offset_reset", auto_offset_reset, ("earliest", "latest"))
         _check_choice("offset_out_of_range", offset_out_of_range, ("reset", "raise"))
         if isinstance(max_pull_messages, bool) or not 1 <= max_pull_messages <= 1024:
@@ -92,7 +98,9 @@ class PullConsumer(AsyncLifecycle):
         self._raise_out_of_range = offset_out_of_range == "raise"
         self._max_pull = max_pull_messages
         self._request_timeout_ms = request_timeout_ms
-        self._who = Identity.of_tool(group, "pull", namesrv, credentials, ssl, connect_timeout_ms)
+        self._who = Identity.of_tool(
+            group, "pull", namesrv, credentials, ssl, connect_timeout_ms, self.namespace
+        )
         self._clock = clock
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
@@ -103,6 +111,7 @@ class PullConsumer(AsyncLifecycle):
         self._buffer = PullBuffer()  # for ``async for``; and what commit() stores
         self._tg: TaskGroup | None = None
         self._heartbeat: PullHeartbeat | None = None
+        self._checked: set[str] = set()  # topics whose SQL92 filter a broker accepted
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._api else "new"
@@ -149,27 +158,33 @@ class PullConsumer(AsyncLifecycle):
 
     async def queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, fresh from a name server (new queues show up)."""
-        found = await self._open().refresh(topic)
+        found = await self._open().refresh(wrap(self.namespace, topic))
         self._want_heartbeat()  # perhaps a broker not greeted yet
-        return list(found.queues)
+        return [self._user(q) for q in found.queues]
 
-    def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
+    def assign(
+        self, queues: Iterable[MessageQueue], expression: str = "*", *, sql: str | None = None
+    ) -> None:
         """Pull exactly these queues from now on, keeping the positions of those already
-        held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics."""
-        chosen = list(dict.fromkeys(queues))
+        held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics, or
+        ``sql="a > 5 AND b = 'x'"`` by properties (checked with a broker before the
+        first pull of the topic, as a push consumer's start does)."""
+        chosen = list(dict.fromkeys(map(self._wire, queues)))
         for topic in {q.topic for q in chosen}:
-            self._subscriptions[topic] = parse_subscription(topic, expression)
+            self._subscriptions[topic] = subscription_for(topic, expression, sql)
+            self._checked.discard(topic)
         self._positions = {q: self._positions.get(q) for q in chosen}
         self._buffer.keep(self._positions)
         self._want_heartbeat()
 
     def assignment(self) -> list[MessageQueue]:
-        return list(self._positions)
+        return [self._user(q) for q in self._positions]
 
     # -- positions -----------------------------------------------------------------------
 
     def seek(self, queue: MessageQueue, offset: int) -> None:
         """Pull ``queue`` from ``offset`` next."""
+        queue = self._wire(queue)
         self._held(queue)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidOptionError(f"offset must be an int >= 0, got {offset!r}")
@@ -195,6 +210,7 @@ class PullConsumer(AsyncLifecycle):
 
     async def position(self, queue: MessageQueue) -> int:
         """The offset the next pull of ``queue`` starts at (resolved now if unknown)."""
+        queue = self._wire(queue)
         self._held(queue)
         found = self._positions[queue]
         if found is None:
@@ -203,12 +219,14 @@ class PullConsumer(AsyncLifecycle):
         return found
 
     async def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
-        api = await self._routed(queues)
-        return {q: await api.min_offset(q) for q in queues}
+        wire = [self._wire(q) for q in queues]
+        api = await self._routed(wire)
+        return {self._user(q): await api.min_offset(q) for q in wire}
 
     async def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
-        api = await self._routed(queues)
-        return {q: await api.max_offset(q) for q in queues}
+        wire = [self._wire(q) for q in queues]
+        api = await self._routed(wire)
+        return {self._user(q): await api.max_offset(q) for q in wire}
 
     async def offsets_for_time(
         self, queues: Iterable[MessageQueue], timestamp_ms: int
@@ -218,16 +236,18 @@ class PullConsumer(AsyncLifecycle):
         answers the message stored *closest* to the time, possibly just before it; that
         one is looked at and stepped over. Messages stored within the same millisecond
         may be answered from the middle (a 4.9.4 broker's binary search)."""
-        api = await self._routed(queues)
+        wire = [self._wire(q) for q in queues]
+        api = await self._routed(wire)
         found: dict[MessageQueue, int] = {}
-        for queue in queues:
+        for queue in wire:
             offset = await api.search_offset(queue, timestamp_ms)
-            found[queue] = await self._not_before(api, queue, offset, timestamp_ms)
+            found[self._user(queue)] = await self._not_before(api, queue, offset, timestamp_ms)
         return found
 
     async def committed(self, queue: MessageQueue) -> int | None:
         """The group's committed offset of ``queue``, or ``None`` if it never committed
         one (a 4.x broker's ambiguous 0 is checked, docs/consuming.md 1.8)."""
+        queue = self._wire(queue)
         return await (await self._routed([queue])).query_offset(queue)
 
     async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
@@ -236,6 +256,7 @@ class PullConsumer(AsyncLifecycle):
         messages pulled but still buffered for ``async for`` do not count."""
         if offsets is None:
             offsets = dict(self._buffer.handed)
+        offsets = {self._wire(q): o for q, o in offsets.items()}
         api = await self._routed(offsets)
         for queue, offset in offsets.items():
             await api.persist(queue, offset, oneway=False)
@@ -251,14 +272,17 @@ class PullConsumer(AsyncLifecycle):
         without messages are left out."""
         chosen = self._chosen(queues)
         if self._buffer:
-            return self._buffer.take(chosen, max_records)
+            return self._keyed_for_user(self._buffer.take(chosen, max_records))
         for suspend_ms in (0, int(timeout_ms)) if timeout_ms > 0 else (0,):
             found = await self._round(chosen, suspend_ms, max_records)
             for pulled in found.values():
                 self._buffer.handed_all(pulled)
             if any(p.messages for p in found.values()):
                 break
-        return {q: p.messages for q, p in found.items() if p.messages}
+        return self._keyed_for_user({q: p.messages for q, p in found.items() if p.messages})
+
+    def _keyed_for_user(self, found: dict[MessageQueue, _T]) -> dict[MessageQueue, _T]:
+        return found if self.namespace is None else {self._user(q): v for q, v in found.items()}
 
     def __aiter__(self) -> PullConsumer:
         return self
@@ -278,6 +302,7 @@ class PullConsumer(AsyncLifecycle):
         error is raised and every queue is pulled again next time: nothing is lost).
         Long-polled, the first queue to answer with messages ends the round."""
         api = await self._routed(queues)
+        await self._check_filters(api, {q.topic for q in queues})
         starts = {q: await self.position(q) for q in queues}
         results: dict[MessageQueue, Pulled] = {}
         errors: list[ProducerError] = []
@@ -310,6 +335,7 @@ class PullConsumer(AsyncLifecycle):
             suspend_ms=suspend_ms,
             request_timeout_ms=self._request_timeout_ms,
             raise_out_of_range=self._raise_out_of_range,
+            namespace=self.namespace,
         )
 
     # -- helpers -------------------------------------------------------------------------
@@ -347,13 +373,32 @@ class PullConsumer(AsyncLifecycle):
         if self._heartbeat is not None:
             self._heartbeat.want()
 
+    async def _check_filters(self, api: BrokerApi, topics: set[str]) -> None:
+        """A SQL92 filter a broker cannot compile would filter nothing: check it first."""
+        pending = sorted(topics - self._checked)
+        await check_in_broker(api, [self._subscriptions[t] for t in pending], {})
+        self._checked |= topics
+
     def _sub(self, queue: MessageQueue) -> Subscription:
         found = self._subscriptions.get(queue.topic)
         if found is None:
             found = self._subscriptions[queue.topic] = parse_subscription(queue.topic, "*")
         return found
 
+    def _wire(self, queue: MessageQueue) -> MessageQueue:
+        """The queue as the wire names it (``nsA%topic``); wrapping twice is a no-op."""
+        if self.namespace is None:
+            return queue
+        return MessageQueue(wrap(self.namespace, queue.topic), queue.broker_name, queue.queue_id)
+
+    def _user(self, queue: MessageQueue) -> MessageQueue:
+        if self.namespace is None:
+            return queue
+        topic = unwrap(queue.topic, self.namespace)
+        return MessageQueue(topic, queue.broker_name, queue.queue_id)
+
     def _chosen(self, queues: tuple[MessageQueue, ...]) -> list[MessageQueue]:
+        queues = tuple(map(self._wire, queues))
         for queue in queues:
             self._held(queue)
         return list(queues) if queues else list(self._positions)

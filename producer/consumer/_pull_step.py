@@ -17,6 +17,7 @@ from producer._consume.message import ReceivedMessage, decode_pulled
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import PullParams, PullResult, PullStatus
 from producer._remoting.message import MessageQueue
+from producer._remoting.namespace import unwrap
 from producer._remoting.subscription import Subscription
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._queue_worker import MAX_BODY_BYTES, PULL_RPC_MARGIN_MS
@@ -45,6 +46,7 @@ class PullRequest:
     suspend_ms: int  # 0: answer at once; else the broker may hold the pull this long
     request_timeout_ms: float
     raise_out_of_range: bool
+    namespace: str | None = None
 
 
 async def pull_once(
@@ -62,12 +64,16 @@ async def pull_once(
         commit=False,  # offsets are committed only by commit(), never piggy-backed
         suspend=ask.suspend_ms > 0,
         expression=subscription.expression,  # no heartbeat needed: no group membership
+        expression_type=subscription.expression_type,
     )
     timeout = ask.suspend_ms + PULL_RPC_MARGIN_MS if ask.suspend_ms else ask.request_timeout_ms
     result = await api.pull(params, timeout)
     pulled = Pulled(queue, result.next_begin_offset, [], result.min_offset, result.max_offset)
     if result.status is PullStatus.FOUND:
         pulled.messages, pulled.position = _messages(queue, result, subscription)
+        if ask.namespace is not None:  # the user's topic (the queue keeps the wire's)
+            for message in pulled.messages:
+                message.topic = unwrap(message.topic, ask.namespace)
     elif result.status is PullStatus.OFFSET_ILLEGAL:
         _offset_moved(queue, offset, result, raising=ask.raise_out_of_range)
     # NO_NEW_MSG keeps the offset; NO_MATCHED_MSG moves past what the tag filter skipped:

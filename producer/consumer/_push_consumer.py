@@ -33,6 +33,7 @@ from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import ConsumerData, MessageModel
 from producer._remoting.message import MessageQueue
+from producer._remoting.namespace import check_namespace, namespaced_group, wrap
 from producer._remoting.request_table import not_supported
 from producer._remoting.retry_topics import retry_topic
 from producer._remoting.subscription import Subscription, parse_subscription
@@ -49,6 +50,7 @@ from producer.consumer._options import TUNING, ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
 from producer.consumer._running import Running, start_running
+from producer.consumer._sql_filters import check_in_broker, subscription_for
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -78,6 +80,7 @@ class PushConsumer(AsyncLifecycle):
         model: str = "clustering",
         consume_from: str | int = "last",
         instance_name: str | None = None,
+        namespace: str | None = None,
         offset_store_dir: str | os.PathLike[str] | None = None,
         credentials: Credentials | None = None,
         ssl: object = None,
@@ -109,7 +112,8 @@ class PushConsumer(AsyncLifecycle):
         connect_timeout_ms: float = _C.connect_timeout_ms,
     ) -> None:
         check_group(group, role="consumer")
-        self.group = group
+        self.namespace = check_namespace(namespace)
+        self.group = group = namespaced_group(namespace, group)  # as getConsumerGroup()
         self.namesrv_addrs = parse_namesrv(namesrv)
         # The options as given (None: the default for the mode), checked once by build.
         given = {k: v for k, v in locals().items() if k in TUNING and v is not None}
@@ -143,13 +147,16 @@ class PushConsumer(AsyncLifecycle):
 
     # -- set-up --------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume ``topic``'s messages whose tag is in ``"TagA || TagB"`` (``*``: all)."""
+    def subscribe(self, topic: str, expression: str = "*", *, sql: str | None = None) -> None:
+        """Consume ``topic``'s messages whose tag is in ``"TagA || TagB"`` (``*``: all),
+        or, with ``sql="a > 5 AND b = 'x'"``, those whose properties the broker's SQL92
+        filter accepts (a broker with ``enablePropertyFilter=true``; checked at start)."""
         if self._state != "new":
             raise LocalProtocolError("subscribe() before start()")
         if not isinstance(topic, str) or not topic.strip():
             raise InvalidOptionError(f"topic={topic!r}: a non-empty topic name")
-        self._subscriptions[topic] = parse_subscription(topic, expression)
+        topic = wrap(self.namespace, topic)  # nsA%topic on the wire (Java's withNamespace)
+        self._subscriptions[topic] = subscription_for(topic, expression, sql)
 
     @property
     def assigned_queues(self) -> list[MessageQueue]:
@@ -188,6 +195,11 @@ class PushConsumer(AsyncLifecycle):
         for topic in self._subscriptions:
             self._versions[topic] = r.clock.wall_ms()
         await self._refresh_routes(r)
+        try:  # a filter the broker refuses stops the start here, before any pull
+            await check_in_broker(r.api, self._subscriptions.values(), self._versions)
+        except BaseException:
+            await self.aclose()
+            raise
         await r.api.heartbeat(self._consumer_data())
         await self._rebalance(r)
         r.tg.start_soon(self._rebalance_loop, r)
@@ -208,6 +220,7 @@ class PushConsumer(AsyncLifecycle):
             self._signer,
             self._tls,
             self.options.connect_timeout_ms,
+            self.namespace,
         )
         return await start_running(
             runtime,

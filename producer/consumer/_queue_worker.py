@@ -19,6 +19,7 @@ from producer._consume.message import ReceivedMessage, decode_pulled
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
 from producer._remoting.consumer_requests import MessageModel, PullParams, PullStatus
+from producer._remoting.namespace import unwrap
 from producer._remoting.subscription import Subscription
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._options import ConsumerOptions
@@ -103,6 +104,7 @@ class QueueWorker:
             suspend_timeout_ms=options.suspend_timeout_ms,
             sub_version=self._sub_version(),
             commit=options.model is MessageModel.CLUSTERING,
+            expression_type=self.subscription.expression_type,
         )
         try:
             result = await self.api.pull(params, options.suspend_timeout_ms + PULL_RPC_MARGIN_MS)
@@ -130,6 +132,10 @@ class QueueWorker:
             self.offsets.update(self.pq.queue, result.next_begin_offset, increase_only=True)
 
     def _found(self, messages: list[ReceivedMessage]) -> None:
+        namespace = self.api.namespace
+        if namespace is not None:  # the user's topic, as Java's resetRetryAndNamespace
+            for message in messages:
+                message.topic = unwrap(message.topic, namespace)
         subscription = self.subscription
         if not subscription.is_all:  # the broker filtered by hash code; this is exact
             messages = [m for m in messages if subscription.matches(m.tags)]

@@ -143,6 +143,21 @@ class InvalidOptionError(LocalProtocolError, ValueError, TypeError):
     error for an unexpected keyword is."""
 
 
+class SqlFilterError(InvalidOptionError):
+    """A SQL92 filter (``subscribe(topic, sql=...)``) does not parse. ``reason`` is the
+    text a 4.9.4 broker refuses it with (23 SUBSCRIPTION_PARSE_FAILED); RocketMQ's subset
+    is comparisons, ``[NOT] BETWEEN``, ``[NOT] IN ('a', ...)``, ``IS [NOT] NULL``,
+    ``AND``/``OR``/``NOT``, and string, number, TRUE/FALSE/NULL constants."""
+
+    def __init__(self, expression: str, reason: str) -> None:
+        super().__init__(
+            f"sql={expression!r} is not a valid SQL92 filter; fix the expression. "
+            f"The broker would refuse it with: {reason}"
+        )
+        self.expression = expression
+        self.reason = reason
+
+
 class ProducerClosedError(LocalProtocolError):
     """The producer is closed (or closing) and accepts no more sends."""
 

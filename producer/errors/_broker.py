@@ -109,6 +109,15 @@ class TopicNotExistError(BrokerError):
     code_value = ResponseCode.TOPIC_NOT_EXIST
 
 
+class SubscriptionParseError(BrokerError):
+    """23 SUBSCRIPTION_PARSE_FAILED: the broker cannot compile the subscription's
+    expression (its CHECK_CLIENT_CONFIG answer, before consuming starts); the remark is
+    the parser's reason. Fix the ``sql=`` expression."""
+
+    code_value = ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    never_retried = True
+
+
 class InvalidParameterError(BrokerError):
     """29 INVALID_PARAMETER: a request header field was rejected."""
 

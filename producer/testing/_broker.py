@@ -37,6 +37,7 @@ from producer.testing._acl import AccessControl
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
+from producer.testing._filters import check_client_config
 from producer.testing._pop import PopSide, topic_config_answer
 from producer.testing._query import answer_query_message
 from producer.testing._schedule import SCHEDULE_TOPIC
@@ -104,6 +105,7 @@ class Broker:
         hold_check_ms: float | None = None,
         version: int = V4_9_4,
         transactions: TransactionConfig | None = None,
+        property_filter: bool = False,
     ) -> None:
         self.name = name
         self.version = version  # MQVersion ordinal, in every answer
@@ -133,6 +135,7 @@ class Broker:
             put=self.put,
             hold_check_ms=hold_check_ms,
             version=version,
+            property_filter=property_filter,
         )
         self.pop = (
             PopSide(
@@ -219,6 +222,8 @@ class Broker:
             return answer_query_message(self.store, request)
         if code == RequestCode.GET_TOPIC_CONFIG and self.pop is not None:  # 5.x only
             return topic_config_answer(request, self.store)
+        if code == RequestCode.CHECK_CLIENT_CONFIG:
+            return check_client_config(request, self.consume.property_filter)
         return not_supported(request)
 
     # -- sends ---------------------------------------------------------------------------

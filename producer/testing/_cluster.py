@@ -118,6 +118,8 @@ class DevCluster(ClusterView, AsyncLifecycle):
     ``clock_ms``); the default plays 4.9.4.
     ``transactions`` (a :class:`~producer.testing.TransactionConfig`) sets the brokers'
     transaction timeout, check interval and maximum checks, run on ``clock_ms``.
+    ``property_filter=True`` plays brokers with ``enablePropertyFilter=true``: SQL92
+    subscriptions are checked and filtered (off, as 4.9.4's default, they are refused).
     ``tls=True`` serves TLS everywhere with a certificate made at start for 127.0.0.1 /
     localhost (clients: :meth:`client_ssl_context`); or pass a server ``SSLContext``.
 
@@ -146,6 +148,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
         pull_hold_check_ms: float | None = None,
         broker_version: str = "4.9.4",
         transactions: TransactionConfig | None = None,
+        property_filter: bool = False,
     ) -> None:
         if broker_version not in BROKER_VERSIONS:
             raise ValueError(f"broker_version {broker_version!r}: one of {sorted(BROKER_VERSIONS)}")
@@ -164,6 +167,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
         self._clock_ms = clock_ms or _wall_clock_ms
         self._pull_hold_check_ms = pull_hold_check_ms
         self._transactions = transactions
+        self._property_filter = property_filter
         self._ticker: asyncio.Task[None] | None = None
         self.http_port = http_port
         self._access = None if acl is None else AccessControl(acl)
@@ -238,6 +242,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
             hold_check_ms=self._pull_hold_check_ms,
             version=BROKER_VERSIONS[self.broker_version],
             transactions=self._transactions,
+            property_filter=self._property_filter,
         )
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ from producer._remoting.command import RemotingCommand
 from producer._remoting.message import MessageQueue
 from producer._remoting.message_codec import compress_body, is_compressed
 from producer._remoting.properties import TAGS, encode_properties
+from producer._remoting.sql92_nodes import Node
 from producer._remoting.store_record import StoreRecord, body_crc
 from producer._remoting.subscription import Subscription, java_string_hash
 from producer.testing._groups import LockTable
@@ -31,6 +32,7 @@ class SubscriptionData(msgspec.Struct):
     subVersion: int = 0  # noqa: N815 - wire name
     tagsSet: list[str] = []  # noqa: N815 - wire name
     codeSet: list[int] = []  # noqa: N815 - wire name
+    expressionType: str = "TAG"  # noqa: N815 - wire name
 
 
 class ConsumerDataWire(msgspec.Struct, rename={"subscriptions": "subscriptionDataSet"}):
@@ -60,7 +62,8 @@ class LockBody(msgspec.Struct):
 def registered_subscription(data: SubscriptionData) -> Subscription:
     """The subscription as the client registered it (its codes are trusted, as Java's)."""
     tags = tuple(data.tagsSet)
-    return Subscription(data.topic, data.subString, tags, tuple(data.codeSet))
+    kind = data.expressionType or "TAG"
+    return Subscription(data.topic, data.subString, tags, tuple(data.codeSet), kind)
 
 
 def pending_copy(
@@ -164,9 +167,16 @@ def pulled_record(message: StoredMessage) -> StoreRecord:
 
 
 def get_messages(
-    store: BrokerStore, topic: str, queue_id: int, offset: int, max_count: int, sub: Subscription
+    store: BrokerStore,
+    topic: str,
+    queue_id: int,
+    offset: int,
+    max_count: int,
+    sub: Subscription,
+    sql: Node | None = None,
 ) -> tuple[int, str, int, list[StoredMessage]]:
-    """``DefaultMessageStore.getMessage``: (code, status name, next offset, messages)."""
+    """``DefaultMessageStore.getMessage``: (code, status name, next offset, messages).
+    A SQL92 subscription passes what ``sql`` accepts (all, without a compiled filter)."""
     max_offset = store.max_offset(topic, queue_id)
     if max_offset == 0:
         code = ResponseCode.PULL_NOT_FOUND if offset == 0 else ResponseCode.PULL_OFFSET_MOVED
@@ -185,13 +195,21 @@ def get_messages(
         if found and (len(found) >= limit or size + len(message.body) > MAX_TRANSFER_BYTES):
             break
         scanned += 1
-        tags = message.properties.get(TAGS)
-        if sub.matches_code(java_string_hash(tags) if tags else 0, bool(tags)):
+        if _matches(message, sub, sql):
             found.append(message)
             size += len(message.body)
     if found:
         return ResponseCode.SUCCESS, "FOUND", offset + scanned, found
     return ResponseCode.PULL_RETRY_IMMEDIATELY, "NO_MATCHED_MESSAGE", offset + scanned, []
+
+
+def _matches(message: StoredMessage, sub: Subscription, sql: Node | None) -> bool:
+    """``ExpressionMessageFilter``: the tag hash (consume queue), or the SQL92 filter on
+    the stored properties (commit log); a filter error is no match."""
+    if sub.is_sql:
+        return sql is None or sql.matches(message.properties)
+    tags = message.properties.get(TAGS)
+    return sub.matches_code(java_string_hash(tags) if tags else 0, bool(tags))
 
 
 def lock_answer(request: RemotingCommand, locks: LockTable, now_ms: float) -> RemotingCommand:

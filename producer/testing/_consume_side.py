@@ -42,6 +42,7 @@ from producer._remoting.retry_topics import (
     max_reconsume_times,
     retry_topic,
 )
+from producer._remoting.sql92_nodes import Node
 from producer._remoting.store_record import encode_record
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer.testing._consume_fields import (
@@ -58,6 +59,12 @@ from producer.testing._consume_fields import (
     pulled_record,
     queue_query,
     registered_subscription,
+)
+from producer.testing._filters import (
+    ConsumerFilters,
+    check_property_filter,
+    is_tag_type,
+    pull_own_filter,
 )
 from producer.testing._groups import (
     ConsumerOffsets,
@@ -123,9 +130,12 @@ class ConsumeSide:
         put: Callable[[str, int, PendingMessage, bool], StoredMessage],
         hold_check_ms: float | None = None,
         version: int = V4_9_4,
+        property_filter: bool = False,
     ) -> None:
         self.store = store
         self.version = version  # which broker's answers (MQVersion ordinal)
+        self.property_filter = property_filter  # enablePropertyFilter
+        self.filters = ConsumerFilters()
         self.broker_name = broker_name
         self.registry = ConsumerRegistry()
         self.locks = LockTable()
@@ -197,6 +207,7 @@ class ConsumeSide:
             )
             if self.registry.register(data.groupName, consumer):
                 self.notify(data.groupName)
+            self.filters.register(data.groupName, data.subscriptions)
 
     def unregister(self, group: str, client_id: str) -> None:
         if self.registry.unregister(group, client_id):
@@ -239,15 +250,10 @@ class ConsumeSide:
         max_count = max(1, int_field(request, "maxMsgNums"))
         sys_flag = int_field(request, "sysFlag")
         self._pull_checks(group, topic, queue_id, channel.peer)
-        subscription = self._pull_subscription(request, group, topic, sys_flag)
-        expression_type = request.field("expressionType") or "TAG"
-        if expression_type != "TAG":  # enablePropertyFilter=false, the default
-            raise Refused(
-                ResponseCode.SYSTEM_ERROR,
-                f"The broker does not support consumer to filter message by {expression_type}",
-            )
+        subscription, sql = self._pull_subscription(request, group, topic, sys_flag)
+        check_property_filter(subscription.expression_type, self.property_filter)
         code, status, next_offset, found = get_messages(
-            self.store, topic, queue_id, offset, max_count, subscription
+            self.store, topic, queue_id, offset, max_count, subscription, sql
         )
         if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
             self.offsets.commit(group, topic, queue_id, int_field(request, "commitOffset"))
@@ -289,9 +295,15 @@ class ConsumeSide:
 
     def _pull_subscription(
         self, request: RemotingCommand, group: str, topic: str, sys_flag: int
-    ) -> Subscription:
+    ) -> tuple[Subscription, Node | None]:
+        """The pull's subscription and SQL92 filter, as ``PullMessageProcessor`` finds
+        them: the pull's own, or the group's registered one (docs/consuming.md 1.5, 6)."""
         if sys_flag & FLAG_SUBSCRIPTION:
-            return parse_subscription(topic, request.field("subscription"))
+            kind, text = request.field("expressionType"), request.field("subscription")
+            if is_tag_type(kind):
+                return parse_subscription(topic, text), None
+            sql = pull_own_filter(text, kind)
+            return Subscription(topic, text or "", (), (), kind or ""), sql
         if not self.registry.is_registered(group):
             raise Refused(
                 ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist{_FAQ}"
@@ -301,16 +313,32 @@ class ConsumeSide:
             raise Refused(
                 ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist{_FAQ}"
             )
-        if found[1] < int_field(request, "subVersion"):
+        version = int_field(request, "subVersion")
+        if found[1] < version:
             raise Refused(
                 ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
             )
-        return found[0]
+        return found[0], self.filters.for_registered(found[0], group, version)
 
     def _wake(self, topic: str, queue_id: int) -> None:
-        """A message arrived: re-run the pulls held on its queue (no suspend this time)."""
+        """A message arrived: re-run the pulls held on its queue (no suspend this time),
+        except a SQL92 pull whose filter does not accept it: ``notifyMessageArriving``
+        keeps that one held (golden d_sql92 #61 -> #70, #76 -> #125)."""
+        arrived = self.store.read(topic, queue_id, self.store.max_offset(topic, queue_id) - 1, 1)
         for pull in self._held.take(topic, queue_id):
+            if arrived and not self._accepts(pull, arrived[0]):
+                self._held.hold(topic, queue_id, pull)
+                continue
             self._answer_held(pull)
+
+    def _accepts(self, pull: HeldPull, message: StoredMessage) -> bool:
+        request = pull.request
+        try:
+            group, topic, _ = group_queue(request)
+            sub, sql = self._pull_subscription(request, group, topic, int_field(request, "sysFlag"))
+        except Refused:
+            return True  # re-run: it answers the refusal
+        return not sub.is_sql or sql is None or sql.matches(message.properties)
 
     def _answer_held(self, pull: HeldPull) -> None:
         if not pull.channel.is_open:
