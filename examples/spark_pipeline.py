@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import sys
 from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
@@ -82,7 +80,6 @@ def run(spark: SparkSession, namesrv: str, orders: int) -> dict[str, object]:
 
 
 def _session() -> SparkSession:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("rocketmq-pipeline")
