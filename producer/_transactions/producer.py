@@ -69,6 +69,7 @@ class TransactionResult:
 
     @property
     def msg_id(self) -> str:
+        """The half message's id (``UNIQ_KEY``)."""
         return self.send_result.msg_id
 
     @property
@@ -159,6 +160,7 @@ class TransactionProducer(AsyncLifecycle):
 
     @property
     def group(self) -> str:
+        """The producer group (the brokers' checks go to a member of it)."""
         return self.producer.group
 
     def __repr__(self) -> str:
@@ -170,6 +172,8 @@ class TransactionProducer(AsyncLifecycle):
     # -- life cycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Start the producer and the check listener, and announce the ``topics`` so brokers
+        know whom to check. ``async with`` calls it."""
         await self.producer.start()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()

@@ -65,10 +65,12 @@ class DeadLetter:
 
     @property
     def redriven(self) -> bool:
+        """Whether this letter was sent back to its topic already."""
         return self.redriven_at_ms is not None
 
     @property
     def msg_id(self) -> str:
+        """The dead message's id."""
         return self.message.msg_id
 
     def redrive_message(self) -> Message:
@@ -127,6 +129,7 @@ class DeadLetterQueue(AsyncLifecycle):
         self._pool, self._api = await open_api(runtime, self._who, clock, self._rng)
 
     async def aclose(self) -> None:
+        """Close the connections; ``async with`` calls it."""
         if self._pool is not None:
             await self._pool.__aexit__(None, None, None)
         self._pool = self._api = None

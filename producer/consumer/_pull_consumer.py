@@ -97,6 +97,7 @@ class PullConsumer(AsyncLifecycle):
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Connect (once, on a new consumer); ``async with`` calls it."""
         if self._api is not None or self._closed:
             raise LocalProtocolError("start() once, on a new PullConsumer")
         runtime = current_runtime()
@@ -126,6 +127,7 @@ class PullConsumer(AsyncLifecycle):
         self._buffer = deque(m for m in self._buffer if m.queue in self._positions)
 
     def assignment(self) -> list[MessageQueue]:
+        """The queues this consumer pulls."""
         return list(self._positions)
 
     # -- positions -----------------------------------------------------------------------
@@ -164,10 +166,12 @@ class PullConsumer(AsyncLifecycle):
         return found
 
     async def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's first stored offset (GET_MIN_OFFSET)."""
         api = await self._routed(queues)
         return {q: await api.min_offset(q) for q in queues}
 
     async def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's offset past its last message (GET_MAX_OFFSET)."""
         api = await self._routed(queues)
         return {q: await api.max_offset(q) for q in queues}
 

@@ -148,10 +148,12 @@ class PushConsumer(AsyncLifecycle):
 
     @property
     def assigned_queues(self) -> list[MessageQueue]:
+        """The queues rebalancing gave this consumer, sorted by topic, broker and id."""
         return sorted(self._workers, key=lambda q: (q.topic, q.broker_name, q.queue_id))
 
     @property
     def stats(self) -> dict[str, int]:
+        """Counters so far: messages consumed, sent back for retry, in flight, and more."""
         r = self._running
         return {
             "consumed": 0 if r is None else r.consumption.consumed,
@@ -163,6 +165,8 @@ class PushConsumer(AsyncLifecycle):
         }
 
     async def start(self) -> None:
+        """Check the set-up (a listener, a subscription), connect and start rebalancing and
+        pulling; ``async with`` calls it."""
         if self._state != "new":
             raise LocalProtocolError(f"start() on a {self._state} consumer")
         if self.listener is None:

@@ -76,6 +76,7 @@ class ProducerError(Exception):
 
     @property
     def definitely_not_stored(self) -> bool:
+        """True when the message is known not to be stored: sending it again cannot duplicate it."""
         return self.fate is Fate.NOT_STORED
 
     def copy(self: _E) -> _E:

@@ -249,6 +249,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Start the name server and brokers on this asyncio loop; ``async with`` calls it."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -321,12 +322,15 @@ class DevCluster(ClusterView, AsyncLifecycle):
         await self._listener(broker).set_fault(spec)
 
     async def clear_fault(self, broker: str) -> None:
+        """Clear ``broker``'s fault: it answers normally again."""
         await self._listener(broker).set_fault(FaultSpec())
 
     def fault(self, broker: str) -> FaultSpec:
+        """``broker``'s current fault."""
         return self._listener(broker).fault
 
     async def set_namesrv_fault(self, spec: FaultSpec) -> None:
+        """Replace the name server's fault."""
         await self._namesrv_listener.set_fault(spec)
 
     async def set_namesrv_down(self, down: bool) -> None:
@@ -336,6 +340,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
 
     @property
     def namesrv_fault(self) -> FaultSpec:
+        """The name server's current fault."""
         return self._namesrv_listener.fault
 
     # -- topics and messages -------------------------------------------------------------
