@@ -47,7 +47,9 @@ from producer.consumer._options import DEFAULT_OPTIONS as _C
 from producer.consumer._options import TUNING, ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
+from producer.consumer._route_watch import RouteWatch
 from producer.consumer._running import Running, start_running
+from producer.consumer._subscribe_checks import check_subscription
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -128,6 +130,7 @@ class PushConsumer(AsyncLifecycle):
         self.offsets = OffsetTable()
         self._state = "new"
         self._rebalance_wanted = anyio.Event()
+        self._routes = RouteWatch(group, self.namesrv_addrs)
         self._running: Running | None = None  # built by start(), kept after aclose()
 
     def __repr__(self) -> str:
@@ -139,11 +142,13 @@ class PushConsumer(AsyncLifecycle):
     # -- set-up --------------------------------------------------------------------------
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume ``topic``'s messages whose tag is in ``"TagA || TagB"`` (``*``: all)."""
+        """Consume ``topic``'s messages whose tag is in ``"TagA || TagB"`` (``*``: all).
+
+        An invalid topic name or a tag expression that cannot be one (``"a > 5"``: use
+        ``sql=`` for property filters) raises InvalidOptionError here."""
         if self._state != "new":
             raise LocalProtocolError("subscribe() before start()")
-        if not isinstance(topic, str) or not topic.strip():
-            raise InvalidOptionError(f"topic={topic!r}: a non-empty topic name")
+        check_subscription(topic, expression)
         self._subscriptions[topic] = parse_subscription(topic, expression)
 
     @property
@@ -190,6 +195,7 @@ class PushConsumer(AsyncLifecycle):
         await r.api.heartbeat(self._consumer_data())
         await self._rebalance(r)
         r.tg.start_soon(self._rebalance_loop, r)
+        r.tg.start_soon(self._routes.run, r.api, lambda: self._route_found(r))
         r.tg.start_soon(self._every, self.options.heartbeat_interval_ms, self._heartbeat, r)
         r.tg.start_soon(self._every, self.options.persist_interval_ms, self._persist, r)
         if self._needs_locks:
@@ -284,15 +290,18 @@ class PushConsumer(AsyncLifecycle):
             with anyio.move_on_after(self.options.rebalance_interval_ms / 1000.0):
                 await self._rebalance_wanted.wait()
             self._rebalance_wanted = anyio.Event()
-            await self._refresh_routes(r)
+            if await self._refresh_routes(r):
+                await r.api.heartbeat(self._consumer_data())  # new brokers learn of us
             await self._rebalance(r)
 
-    async def _refresh_routes(self, r: Running) -> None:
-        for topic in self._subscriptions:
-            try:
-                await r.api.refresh(topic)
-            except ProducerError as exc:
-                log.debug("route of %s: %s", topic, exc)
+    async def _refresh_routes(self, r: Running) -> bool:
+        """Fetch every subscribed topic's route; True if one that was missing appeared."""
+        return await self._routes.refresh(r.api, self._subscriptions)
+
+    async def _route_found(self, r: Running) -> None:
+        """A missing topic appeared: its brokers learn of us, then we rebalance at once."""
+        await r.api.heartbeat(self._consumer_data())
+        self._rebalance_wanted.set()
 
     # -- rebalance -----------------------------------------------------------------------
 
