@@ -226,6 +226,13 @@ class TransactionProducer(AsyncLifecycle):
         finally:
             self._running.discard(key)
 
+    async def send(
+        self, message: Message, *, timeout_ms: float | None = None, order_key: str | None = None
+    ) -> SendResult:
+        """An ordinary (not transactional) send, as Java's ``TransactionMQProducer.send``:
+        :meth:`producer.Producer.send` of the wrapped producer."""
+        return await self.producer.send(message, timeout_ms=timeout_ms, order_key=order_key)
+
     # -- two steps -----------------------------------------------------------------------
 
     async def send_half(self, message: Message, *, timeout_ms: float | None = None) -> SendResult:

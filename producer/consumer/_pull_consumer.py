@@ -28,12 +28,13 @@ from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
+from producer.consumer._options import START_WORDS, START_WORDS_HELP
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 __all__ = ["PullConsumer"]
 
-OffsetReset = Literal["earliest", "latest"]
+OffsetReset = Literal["earliest", "latest", "first", "last"]
 MAX_PULL_MESSAGES = 32  # a 4.9.4 broker sends at most this many per pull (in memory)
 ITER_POLL_MS = 1000  # how long ``async for`` long-polls before pulling again
 
@@ -50,7 +51,8 @@ class PullConsumer(AsyncLifecycle):
             await consumer.commit()                              # only if you want to
 
     A queue without a position starts at the group's committed offset, or else at
-    ``auto_offset_reset`` (``"latest"``, Java's default, or ``"earliest"``). An offset the
+    ``auto_offset_reset`` (``"latest"``, Java's default, or ``"earliest"``; ``"last"`` and
+    ``"first"``, PushConsumer's words, are the same). An offset the
     queue no longer has moves to the broker's suggestion (logged), or raises
     :class:`~producer.errors.OffsetOutOfRangeError` with ``offset_out_of_range="raise"``.
     """
@@ -71,12 +73,15 @@ class PullConsumer(AsyncLifecycle):
         connect_timeout_ms: float = 3000.0,
     ) -> None:
         check_group(group)
-        _check_choice("auto_offset_reset", auto_offset_reset, ("earliest", "latest"))
+        if auto_offset_reset not in START_WORDS:
+            raise InvalidOptionError(
+                f"auto_offset_reset must be {START_WORDS_HELP}, got {auto_offset_reset!r}"
+            )
         _check_choice("offset_out_of_range", offset_out_of_range, ("reset", "raise"))
         if isinstance(max_pull_messages, bool) or not 1 <= max_pull_messages <= 1024:
             raise InvalidOptionError(f"max_pull_messages must be 1..1024, got {max_pull_messages}")
         self.group = group
-        self.auto_offset_reset = auto_offset_reset
+        self.auto_offset_reset = START_WORDS[auto_offset_reset]
         self._raise_out_of_range = offset_out_of_range == "raise"
         self._max_pull = max_pull_messages
         self._request_timeout_ms = request_timeout_ms
