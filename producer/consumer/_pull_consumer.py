@@ -30,6 +30,7 @@ from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import START_WORDS, START_WORDS_HELP
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
+from producer.consumer._subscribe_checks import check_tag_expression
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 __all__ = ["PullConsumer"]
@@ -124,7 +125,9 @@ class PullConsumer(AsyncLifecycle):
 
     def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
         """Pull exactly these queues from now on, keeping the positions of those already
-        held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics."""
+        held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics (one
+        that cannot be tags, such as ``"a > 5"``, raises InvalidOptionError)."""
+        check_tag_expression(expression, "assign")
         chosen = list(dict.fromkeys(queues))
         for topic in {q.topic for q in chosen}:
             self._subscriptions[topic] = parse_subscription(topic, expression)

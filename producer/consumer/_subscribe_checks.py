@@ -20,7 +20,7 @@ import re
 from producer._remoting.validation import check_topic
 from producer.errors import InvalidOptionError, MessageValidationError
 
-__all__ = ["check_subscription"]
+__all__ = ["check_subscription", "check_tag_expression"]
 
 _NOT_IN_A_TAG = re.compile(r"[\s|,=<>!()'\"]")
 _TAGS_HELP = "tags joined by '||' ('TagA || TagB'), or '*' for all"
@@ -35,20 +35,26 @@ def check_subscription(topic: object, expression: object) -> None:
         check_topic(topic)
     except MessageValidationError as exc:
         raise InvalidOptionError(f"subscribe(topic={topic!r}): {exc}") from None
+    check_tag_expression(expression, "subscribe")
+
+
+def check_tag_expression(expression: object, where: str) -> None:
+    """Raise InvalidOptionError unless ``expression`` is a TAG expression (None, ``""`` and
+    ``"*"`` mean all); ``where`` names the call in the message."""
     if expression is None:
         return
     if not isinstance(expression, str):
-        raise InvalidOptionError(f"subscribe(expression={expression!r}): a string, {_TAGS_HELP}")
+        raise InvalidOptionError(f"{where}(expression={expression!r}): a string, {_TAGS_HELP}")
     pieces = [piece.strip() for piece in expression.split("||")]
     tags = [piece for piece in pieces if piece]
     if "*" in tags and len(tags) > 1:
         raise InvalidOptionError(
-            f"subscribe(expression={expression!r}): '*' means all tags and stands alone"
+            f"{where}(expression={expression!r}): '*' means all tags and stands alone"
         )
     bad = [tag for tag in tags if _NOT_IN_A_TAG.search(tag)]
     if bad:
         raise InvalidOptionError(
-            f"subscribe(expression={expression!r}): {bad[0]!r} is not a tag; a TAG "
+            f"{where}(expression={expression!r}): {bad[0]!r} is not a tag; a TAG "
             f"expression is {_TAGS_HELP}, and a tag holds no spaces or any of | , = < > ! "
             f"( ) ' \". To filter on message properties use an SQL92 filter: sql={expression!r}"
         )

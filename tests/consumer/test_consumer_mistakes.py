@@ -18,7 +18,13 @@ from producer._consume.route_wait import (
     MissingRoutes,
     ask_delay_ms,
 )
-from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
+from producer.consumer import (
+    ConsumeStatus,
+    MessageQueue,
+    PullConsumer,
+    PushConsumer,
+    ReceivedMessage,
+)
 from producer.errors import InvalidOptionError
 from producer.testing import DevClusterThread
 
@@ -183,3 +189,11 @@ async def test_a_listener_that_returns_nothing_is_retried_and_told_once(
     said = [r for r in caplog.records if "not a ConsumeStatus" in r.getMessage()]
     assert [r.levelname for r in said] == ["ERROR"], said  # once, not a WARNING per batch
     assert "return ConsumeStatus.SUCCESS" in said[0].getMessage()
+
+
+def test_the_pull_consumer_refuses_a_tag_expression_that_cannot_be_tags() -> None:
+    consumer = PullConsumer("g", "127.0.0.1:9876")
+    with pytest.raises(InvalidOptionError, match=r"assign\(expression='a > 5'\).*sql="):
+        consumer.assign([MessageQueue("Orders", "broker-a", 0)], "a > 5")
+    consumer.assign([MessageQueue("Orders", "broker-a", 0)], "TagA || TagB")
+    assert consumer.assignment() == [MessageQueue("Orders", "broker-a", 0)]
