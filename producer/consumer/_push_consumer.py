@@ -130,7 +130,7 @@ class PushConsumer(AsyncLifecycle):
         self.offsets = OffsetTable()
         self._state = "new"
         self._rebalance_wanted = anyio.Event()
-        self._routes = RouteWatch(group, self.namesrv_addrs)
+        self._routes = RouteWatch(group)
         self._running: Running | None = None  # built by start(), kept after aclose()
 
     def __repr__(self) -> str:

@@ -28,9 +28,8 @@ log = logging.getLogger("producer.consumer")
 class RouteWatch:
     """Routes of one consumer's subscribed topics, and which of them are missing."""
 
-    def __init__(self, group: str, namesrv: Iterable[str]) -> None:
+    def __init__(self, group: str) -> None:
         self.group = group
-        self.namesrv = ";".join(namesrv)
         self.missing = MissingRoutes()
         self._missed = anyio.Event()  # set when a topic starts missing: run() wakes
 
@@ -58,12 +57,11 @@ class RouteWatch:
             log.debug("%s: no route yet for %r: %s", self.group, topic, error)
             return
         log.warning(
-            "%s: topic %r has no route on the name servers (%s): nothing to consume until "
-            "it exists. Create it (or check the name) - it is asked for again every second, "
-            "then less often, and consumed as soon as it appears. (%s)",
+            "%s: subscribed topic %r has no route yet, so there is nothing to consume; it is "
+            "asked for again every second, then less often, and consumed as soon as it "
+            "exists. %s",
             self.group,
             topic,
-            self.namesrv,
             error,
         )
 
