@@ -36,9 +36,10 @@ async def main() -> None:
         async with Producer("orders", cluster.namesrv_addr) as producer:
             bodies = [b"ok 1", b"ok 2", b"flaky 3", b"poison 4"]
             ids = [(await producer.send(Message("Orders", body))).msg_id for body in bodies]
-        consumer = PushConsumer(
-            "billing", cluster.namesrv_addr, listener=listener, max_reconsume_times=2
-        )
+        consumer = PushConsumer(  # a new group: "first" reads what was sent before it
+            "billing", cluster.namesrv_addr, listener=listener, max_reconsume_times=2,
+            consume_from="first",
+        )  # fmt: skip
         consumer.subscribe("Orders", "*")
         async with consumer:
             with anyio.fail_after(30):

@@ -24,6 +24,7 @@ only then.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import logging
 import random
@@ -99,6 +100,7 @@ class Orders:
     """One process's connection to the order database."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self.db = sqlite3.connect(path)
 
     @staticmethod
@@ -113,7 +115,11 @@ class Orders:
                 raise Killed(fault.value)
 
     def exists(self, order_id: str) -> bool:
-        found = self.db.execute("SELECT 1 FROM orders WHERE id = ?", (order_id,)).fetchone()
+        """Whether the row is committed. Called by the check function, which runs on a
+        worker thread (a plain function: T4), so it reads through a connection of its own
+        (sqlite3 connections belong to the thread that made them)."""
+        with contextlib.closing(sqlite3.connect(self.path)) as db:
+            found = db.execute("SELECT 1 FROM orders WHERE id = ?", (order_id,)).fetchone()
         return found is not None
 
     def ids(self) -> set[str]:

@@ -39,6 +39,9 @@ from producer._send.running import Parts, Running, start_running
 from producer._send.sender import SendJob
 from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
+from producer._trace.dispatcher import TraceDispatcher, trace_group
+from producer._trace.records import PublishTrace, trace_topic
+from producer._trace.sender import TraceSender
 from producer._transport import Connector, current_runtime
 from producer._transport.base import client_tls
 from producer.errors import (
@@ -74,7 +77,10 @@ class Producer(AsyncLifecycle):
     README's semantics table. ``routing`` picks the fault-aware queue selection;
     ``retry_policy`` which failures are retried. ``credentials`` sign every request (ACL);
     ``ssl`` (``True`` or an ``SSLContext``) makes every connection TLS.
-    ``hooks`` are objects with ``before_attempt(ctx)`` / ``after_attempt(ctx)``. ``clock``,
+    ``hooks`` are objects with ``before_attempt(ctx)`` / ``after_attempt(ctx)``. ``trace``
+    (``True``, or a topic name) writes a message trace record of every answered send to
+    ``RMQ_SYS_TRACE_TOPIC`` (or that topic) as the Java client's ``enableMsgTrace`` does,
+    in batches, never failing a send. ``clock``,
     ``rng`` and ``connector`` are for tests and embedding.
     """
 
@@ -111,6 +117,7 @@ class Producer(AsyncLifecycle):
         credentials: Credentials | None = None,
         ssl: SSLContext | bool | None = None,
         hooks: Sequence[object] = (),
+        trace: bool | str = False,
         clock: Clock | None = None,
         rng: random.Random | None = None,
         connector: Connector | None = None,
@@ -157,6 +164,13 @@ class Producer(AsyncLifecycle):
         self._given_clock = clock
         self._clock: Clock = clock or UNSTARTED_CLOCK
         self._connector = connector
+        topic = trace_topic(trace)
+        self._trace = None if topic is None else TraceDispatcher(self._send_trace, topic)
+        self._publish_trace = None
+        if self._trace is not None:  # one record per answered attempt (Pub), batched
+            wall_ms = lambda: self._clock.wall_ms()  # noqa: E731 - the clock is set at start
+            self._publish_trace = PublishTrace(self._trace.append, group, wall_ms)
+        self._trace_sender: TraceSender | None = None
         self._hooks = HookRunner(hooks)
         self._uniq_keys = shared_uniq_key_generator()
         self.client_id = f"{local_ipv4()}@{os.getpid()}#{self._rng.getrandbits(32):08x}"
@@ -200,6 +214,21 @@ class Producer(AsyncLifecycle):
         connector = self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer)
         self._running = await start_running(self._parts(), runtime, connector, self._clock)
         self.state = ProducerState.RUNNING
+        if self._trace is not None:
+            maintenance = self._running.maintenance
+            self._trace_sender = TraceSender(
+                trace_group(self.group, "PRODUCE"),
+                client=maintenance.client,
+                routes=maintenance.routes,
+                clock=self._clock,
+                uniq_keys=self._uniq_keys,
+            )
+            await self._trace.start()
+
+    async def _send_trace(self, message: Message) -> None:
+        """The trace dispatcher's way out: one trace message on our connections."""
+        assert self._trace_sender is not None, "started"
+        await self._trace_sender(message)
 
     def _parts(self) -> Parts:
         return Parts(
@@ -215,6 +244,7 @@ class Producer(AsyncLifecycle):
             telemetry=self._telemetry,
             tracker=self._tracker,
             signer=self._signer,
+            answered=self._publish_trace,
         )
 
     @property
@@ -235,6 +265,8 @@ class Producer(AsyncLifecycle):
         self.state = ProducerState.CLOSING
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
             await self._limiter.wait_idle()  # in-flight sends finish, or are cancelled below
+        if self._trace is not None:  # the traces of what was sent, before the pool closes
+            await self._trace.aclose(self.options.close_timeout_ms)
         await running.async_sends.cancel_all()  # before the scope below cancels this task too
         running.tg.cancel_scope.cancel()
         cancelled = await exit_noting_cancel(running.tg)

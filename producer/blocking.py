@@ -32,6 +32,7 @@ import anyio
 
 from producer._client.keywords import same_parameters
 from producer._consume.message import ReceivedMessage
+from producer._lifecycle import AsyncLifecycle
 from producer._producer import Producer as AsyncProducer
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
@@ -61,6 +62,42 @@ class _OnLoopThread(ClosesOnExit):
     def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self._submit(coroutine).result()
 
+    def _live_on_loop(self, owner: AsyncLifecycle) -> None:
+        """Start ``owner`` in one task of the loop that also closes it (its task group
+        insists on that); returns once started, raising what start() raised."""
+        self._closing: asyncio.Event | None = None
+        started: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._life = self._thread.submit(self._live(owner, started))
+        try:
+            started.result()
+        except BaseException:
+            self._thread.stop()
+            raise
+
+    async def _live(self, owner: AsyncLifecycle, started: concurrent.futures.Future[None]) -> None:
+        self._closing = asyncio.Event()
+        try:
+            await owner.start()
+        except BaseException as exc:
+            started.set_exception(exc)
+            return
+        started.set_result(None)
+        try:
+            await self._closing.wait()
+        finally:
+            await owner.aclose()
+
+    def _close_on_loop(self) -> None:
+        """Have the owning task close the owner, wait for it, then stop the loop."""
+        if not self._thread.is_alive():
+            return
+        try:
+            assert self._closing is not None
+            self._thread.call_soon(self._closing.set)
+            self._life.result()
+        finally:
+            self._thread.stop()
+
     def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Refused once closed, and from the loop's own thread (waiting there deadlocks)."""
         if not self._thread.is_alive():
@@ -82,29 +119,8 @@ class Producer(_OnLoopThread):
         # Built here, in the caller's thread, so bad options raise here; started on the loop.
         self._producer = AsyncProducer(group, namesrv, **options)
         self._thread = LoopThread(f"rocketmq-producer-{group}")
-        self._closing: asyncio.Event | None = None
-        started: concurrent.futures.Future[None] = concurrent.futures.Future()
         # One task owns the producer from start to close: its task group insists on that.
-        self._life = self._thread.submit(self._live(started))
-        try:
-            started.result()
-        except BaseException:
-            self._thread.stop()
-            raise
-
-    async def _live(self, started: concurrent.futures.Future[None]) -> None:
-        self._closing = asyncio.Event()
-        owner = self._owner()
-        try:
-            await owner.start()
-        except BaseException as exc:
-            started.set_exception(exc)
-            return
-        started.set_result(None)
-        try:
-            await self._closing.wait()
-        finally:
-            await owner.aclose()
+        self._live_on_loop(self._owner())
 
     def _owner(self) -> AsyncProducer | AsyncTransactionProducer:
         """What this facade starts and closes on its loop (a subclass wraps the producer)."""
@@ -183,14 +199,7 @@ class Producer(_OnLoopThread):
 
     def close(self) -> None:
         """Let in-flight sends finish (within ``close_timeout_ms``), then stop the loop."""
-        if not self._thread.is_alive():
-            return
-        try:
-            assert self._closing is not None
-            self._thread.call_soon(self._closing.set)
-            self._life.result()
-        finally:
-            self._thread.stop()
+        self._close_on_loop()
 
     def _described(self) -> str:
         return f"blocking producer {self.group!r}"
@@ -278,11 +287,8 @@ class PullConsumer(_OnLoopThread):
         # The async consumer's parameters, one for one (each option written once, there).
         self._consumer = AsyncPullConsumer(group, namesrv, **options)
         self._thread = LoopThread(f"rocketmq-pull-{group}")
-        try:
-            self._call(self._consumer.start())
-        except BaseException:
-            self._thread.stop()
-            raise
+        # One task owns it from start to close: its heartbeat task group insists on that.
+        self._live_on_loop(self._consumer)
 
     def queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, fresh from a name server."""
@@ -328,13 +334,9 @@ class PullConsumer(_OnLoopThread):
         return self._submit(work(self._consumer))
 
     def close(self) -> None:
-        """Close the connections and stop the loop thread (nothing is committed)."""
-        if not self._thread.is_alive():
-            return
-        try:
-            self._call(self._consumer.aclose())
-        finally:
-            self._thread.stop()
+        """Unregister, close the connections and stop the loop thread (nothing is
+        committed)."""
+        self._close_on_loop()
 
     def _described(self) -> str:
         return f"blocking pull consumer {self._consumer.group!r}"

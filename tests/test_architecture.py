@@ -58,6 +58,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "producer._producer",
         "producer._transactions",
     ),
+    # Message trace: records from send hooks and listener calls, sent on the client's
+    # connections; the consumer uses it, so it never reaches the producer facade.
+    "producer._trace": (
+        *CORE,
+        LIFECYCLE,
+        "producer._transport",
+        "producer._client",
+        "producer._send.result",
+        "producer._consume",
+        "producer._trace",
+    ),
     "producer.testing": (
         *CORE,
         LIFECYCLE,
@@ -75,6 +86,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "producer._client",
         "producer._send.result",
         "producer._consume",
+        "producer._trace",
         "producer.consumer",
     ),
     "latency_fault": ("latency_fault",),

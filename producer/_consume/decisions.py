@@ -74,12 +74,12 @@ class StartFrom(enum.Enum):
 
 
 def start_from(stored: int | None, consume_from: ConsumeFromWhere, topic: str) -> StartFrom:
-    """``stored`` is the broker's answer to QUERY_CONSUMER_OFFSET (``None``: not found).
+    """``stored`` is the group's committed offset (``None``: it never committed one,
+    told apart from a committed 0 even where a 4.9.4 broker answers 0 for both,
+    docs/consuming.md 1.8).
 
-    A stored offset always wins; ``consume_from`` only matters for a group the broker
-    has no offset for - which a 4.9.4 broker reports only for large, old queues (it
-    answers 0 otherwise, docs/consuming.md 1.7). Retry topics start at 0 (or their end for
-    TIMESTAMP), as in Java.
+    A stored offset always wins; ``consume_from`` decides for a queue without one. Retry
+    topics start at 0 (or their end for TIMESTAMP), as in Java.
     """
     if stored is not None and stored >= 0:
         return StartFrom.STORED

@@ -39,6 +39,7 @@ __all__ = [
 class RequestCode(enum.IntEnum):
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
+    QUERY_MESSAGE = 12
     QUERY_CONSUMER_OFFSET = 14
     UPDATE_CONSUMER_OFFSET = 15
     SEARCH_OFFSET_BY_TIMESTAMP = 29
@@ -54,6 +55,7 @@ class RequestCode(enum.IntEnum):
     NOTIFY_CONSUMER_IDS_CHANGED = 40
     LOCK_BATCH_MQ = 41
     UNLOCK_BATCH_MQ = 42
+    GET_ALL_CONSUMER_OFFSET = 43
     GET_ROUTEINFO_BY_TOPIC = 105
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
@@ -100,6 +102,9 @@ _VERSION_NAMES[V5_3_3] = "V5_3_3"
 PROTOCOL_VERSION = V4_9_4
 #: The first broker version with timed delivery (TimerMessageStore, 5.0.0).
 TIMER_BROKER_VERSION = V5_0_0
+#: The first broker version that honours QUERY_CONSUMER_OFFSET's ``setZeroIfNotFound``
+#: (5.0.0 ``ConsumerManageProcessor.queryConsumerOffset``); older ones ignore it.
+ZERO_IF_NOT_FOUND_VERSION = V5_0_0
 
 
 def version_name(version: int) -> str:

@@ -39,7 +39,6 @@ __all__ = [
     "parse_lock_batch",
     "parse_offset_response",
     "parse_pull_response",
-    "parse_query_offset",
     "pull_request",
     "query_offset_request",
     "search_offset_request",
@@ -69,18 +68,20 @@ class ConsumeFromWhere(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class ConsumerData:
     """One consumer group's part of a heartbeat (``ConsumerData``); ``versions`` maps a
-    topic to the ``subVersion`` of its subscription."""
+    topic to the ``subVersion`` of its subscription; ``active``: a pull consumer
+    (``CONSUME_ACTIVELY``, as Java's lite pull consumer says), else a push consumer."""
 
     group: str
     model: MessageModel
     consume_from: ConsumeFromWhere
     subscriptions: tuple[Subscription, ...]
     versions: dict[str, int]
+    active: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {
             "consumeFromWhere": self.consume_from.value,
-            "consumeType": "CONSUME_PASSIVELY",
+            "consumeType": "CONSUME_ACTIVELY" if self.active else "CONSUME_PASSIVELY",
             "groupName": self.group,
             "messageModel": self.model.value,
             "subscriptionDataSet": [
@@ -154,15 +155,10 @@ def _queue_fields(queue: MessageQueue) -> dict[str, str]:
 
 
 def query_offset_request(group: str, queue: MessageQueue) -> RemotingCommand:
-    fields = {"consumerGroup": group, **_queue_fields(queue)}
+    """QUERY_CONSUMER_OFFSET asking a 5.x broker not to answer 0 for an offset it does
+    not have (``setZeroIfNotFound=false``; older brokers ignore the field)."""
+    fields = {"consumerGroup": group, **_queue_fields(queue), "setZeroIfNotFound": "false"}
     return RemotingCommand(RequestCode.QUERY_CONSUMER_OFFSET, ext_fields=fields)
-
-
-def parse_query_offset(response: RemotingCommand) -> int | None:
-    """The stored offset, or ``None`` for 22 QUERY_NOT_FOUND (no offset stored)."""
-    if response.code == ResponseCode.QUERY_NOT_FOUND:
-        return None
-    return parse_offset_response(response)
 
 
 def update_offset_request(group: str, queue: MessageQueue, offset: int) -> RemotingCommand:

@@ -77,7 +77,7 @@ def parse_route_data(body: bytes | bytearray | memoryview) -> TopicRouteData:
         raise RemoteProtocolError(f"route data has the wrong shape: {exc}") from None
     except msgspec.DecodeError as exc:
         first_error = exc
-    quoted = _quote_legacy_keys(bytes(body))
+    quoted = quote_legacy_keys(bytes(body))
     try:
         return _route_decoder.decode(quoted)
     except msgspec.DecodeError as exc:
@@ -86,7 +86,9 @@ def parse_route_data(body: bytes | bytearray | memoryview) -> TopicRouteData:
         ) from None
 
 
-def _quote_legacy_keys(body: bytes) -> bytes:
+def quote_legacy_keys(body: bytes) -> bytes:
+    """Legacy fastjson (bare integer map keys) made JSON: ``{0:"a"}`` -> ``{"0":"a"}``."""
+
     def quote(match: re.Match[bytes]) -> bytes:
         if match.group(2) is None:  # a string literal: leave it alone
             return match.group(0)

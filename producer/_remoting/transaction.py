@@ -59,6 +59,9 @@ class TransactionState(enum.IntEnum):
     ROLLBACK = 12
     UNKNOWN = 0
 
+    def __str__(self) -> str:
+        return self.name  # printed as COMMIT, not 8 (IntEnum prints its value)
+
 
 def half_message(prepared: PreparedMessage, group: str) -> PreparedMessage:
     """``prepared`` as a half message of ``group``: the two properties Java adds and the

@@ -27,7 +27,7 @@ from producer._send.batch_sends import BatchSends
 from producer._send.hooks import HookRunner
 from producer._send.options import ProducerOptions
 from producer._send.planner import Planner
-from producer._send.sender import Sender
+from producer._send.sender import AnswerObserver, Sender
 from producer._send.telemetry import Telemetry
 from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
@@ -50,6 +50,7 @@ class Parts:
     telemetry: Telemetry
     tracker: SendTracker
     signer: RequestSigner | None
+    answered: AnswerObserver | None = None  # message trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,7 @@ async def start_running(
         hooks=parts.hooks,
         telemetry=parts.telemetry,
         clock=clock,
+        answered=parts.answered,
     )
     timer = TimerGate(routes, client, clock, options.timer_max_delay_ms)
     maintenance = _maintenance(parts, routes, client, clock)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
 import msgspec
@@ -38,6 +38,11 @@ from producer._send.telemetry import Telemetry
 from producer.errors import BrokerError, ConnectError, ProducerError
 
 Answer = tuple[SendStatus, SendResponseHeader]
+#: Told of every attempt a broker answered, synchronously and cheaply (message trace):
+#: the messages with their ids, the queue, its broker's address, the latency, the result.
+AnswerObserver = Callable[
+    [Sequence[tuple[Message, str]], MessageQueue, str, float, SendResult | None], None
+]
 
 
 class SendJob(msgspec.Struct, frozen=True):
@@ -79,8 +84,10 @@ class Sender:
         hooks: HookRunner,
         telemetry: Telemetry,
         clock: Clock,
+        answered: AnswerObserver | None = None,
     ) -> None:
         self.group = group
+        self.answered = answered
         self.routes = routes
         self.client = client
         self.router = router
@@ -306,7 +313,22 @@ class Sender:
         if answer is None:  # oneway: a write is not an answer, so no latency to learn
             return plan.on_written(queue, latency), now, latency
         self._record_fault(broker, latency, None, now)
-        return plan.on_answer(queue, *answer, job.prepared.msg_id, latency), now, latency
+        decision = plan.on_answer(queue, *answer, job.prepared.msg_id, latency)
+        if self.answered is not None:
+            self._tell_answered(job, queue, latency, plan.last_result)
+        return decision, now, latency
+
+    def _tell_answered(
+        self, job: SendJob, queue: MessageQueue, latency: float, result: SendResult | None
+    ) -> None:
+        assert self.answered is not None
+        route = self.routes.cached(queue.topic)
+        addr = "" if route is None else _master_addr(route, queue)
+        if job.members:
+            messages = list(zip(job.members, job.msg_ids, strict=True))
+        else:
+            messages = [(job.message, job.prepared.msg_id)]
+        self.answered(messages, queue, addr, latency, result)
 
     async def resume(self, job: SendJob, plan: SendPlan, retry: Retry) -> SendResult | None:
         """The rest of a send whose first attempt :meth:`start_direct` made: its back-off,

@@ -6,13 +6,15 @@ A check arrives on a connection's reader, which must not block: it is queued (at
 bounded check executor rejects them) and answered by ``workers`` tasks. Each answer is
 a oneway END_TRANSACTION to the broker that asked, with ``fromTransactionCheck=true``.
 
-What a worker answers, decided before anything is done:
-
-* the message's transaction is still running in this process (``execute`` or a two-step
-  half not ended yet): UNKNOWN, without asking the check function - it would read state
-  the local transaction has not committed yet, and a second commit stores a duplicate;
-* otherwise the check function's state; if it raises, UNKNOWN with Java's remark; if it
-  takes longer than ``timeout_ms``, UNKNOWN (it is cancelled when it is async).
+What a worker answers is the :class:`~producer._transactions.ledger.TransactionLedger`'s
+decision (its module explains why a check names a *copy* of the half message, and how an
+answer avoids storing the message twice): UNKNOWN for a transaction still running here;
+ROLLBACK for a leftover copy of one already ended; for one this producer committed, what
+the broker's index says (QUERY_MESSAGE by UNIQ_KEY: stored already, or the END was lost);
+otherwise the check function's state, a COMMIT first checked the same way. The check
+function raising answers UNKNOWN with Java's remark; taking longer than ``timeout_ms``
+answers UNKNOWN (it is cancelled when async, abandoned on its worker thread when plain:
+plain functions run off the event loop, as plain listeners do).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from producer._remoting.transaction import (
     end_after_check,
     parse_check_request,
 )
+from producer._transactions.ledger import CheckStep, HalfCopy, TransactionLedger
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.transactions")
@@ -46,12 +49,19 @@ log = logging.getLogger("producer.transactions")
 CheckFunction = Callable[[ReceivedMessage], "TransactionState | Awaitable[TransactionState]"]
 #: Writes an END_TRANSACTION to a broker address (raises ProducerError if it cannot).
 EndWriter = Callable[[str, EndTransaction], Awaitable[None]]
+#: Asks the broker at an address whether the checked message is stored in its real topic
+#: (raises ProducerError when the broker does not say).
+StoredProbe = Callable[[str, CheckRequest], Awaitable[bool]]
 
 
 @dataclass(frozen=True, slots=True)
 class _Check:
     address: str
     request: CheckRequest
+
+    @property
+    def copy(self) -> HalfCopy:
+        return HalfCopy(self.request.commit_log_offset, self.request.tran_state_table_offset)
 
 
 def describe(exc: BaseException) -> str:
@@ -64,6 +74,12 @@ def describe(exc: BaseException) -> str:
     return text
 
 
+def is_async_function(function: Callable[..., object]) -> bool:
+    """An ``async def`` function, or an object with an ``async def __call__``."""
+    call = getattr(function, "__call__", None)  # noqa: B004 - an async __call__ method
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)
+
+
 class CheckServer:
     """Queue and workers for one producer group's checks."""
 
@@ -73,7 +89,9 @@ class CheckServer:
         check: CheckFunction,
         *,
         end: EndWriter,
-        running: Callable[[str], bool],
+        probe: StoredProbe,
+        ledger: TransactionLedger,
+        now_ms: Callable[[], float],
         broker_name: Callable[[str], str],
         timeout_ms: float,
         workers: int,
@@ -81,8 +99,11 @@ class CheckServer:
     ) -> None:
         self.group = group
         self._check = check
+        self._check_is_async = is_async_function(check)
         self._end = end
-        self._running = running
+        self._probe = probe
+        self.ledger = ledger
+        self._now_ms = now_ms
         self._broker_name = broker_name
         self._timeout_s = timeout_ms / 1000.0
         self._workers = workers
@@ -94,6 +115,7 @@ class CheckServer:
         self._answer_seen = anyio.Event()
         self.answered = 0
         self.dropped = 0
+        self._probe_warned = False
 
     def __repr__(self) -> str:
         state = "open" if self._open else "closed"
@@ -144,27 +166,58 @@ class CheckServer:
 
     async def _answer(self, check: _Check) -> None:
         request = check.request
-        state, remark = await self._decide(check)
+        step, state, remark = await self._decide(check)
         end = end_after_check(request, self.group, state, remark)
         try:
             await self._end(check.address, end)
-            self.answered += 1
-            self._answer_seen.set()
-            self._answer_seen = anyio.Event()
         except ProducerError as exc:  # the broker asks again next round
             log.warning("%s: answer to a check of %s not written: %s", self.group, check, exc)
+            self.ledger.answered(request.uniq_key, check.copy, step, state, None)
+            return
+        self.ledger.answered(request.uniq_key, check.copy, step, state, self._now_ms())
+        self.answered += 1
+        self._answer_seen.set()
+        self._answer_seen = anyio.Event()
 
-    async def _decide(self, check: _Check) -> tuple[TransactionState, str | None]:
-        request = check.request
-        if self._running(request.uniq_key):
-            return TransactionState.UNKNOWN, None
-        record = request.record
+    async def _decide(self, check: _Check) -> tuple[CheckStep, TransactionState, str | None]:
+        key = check.request.uniq_key
+        step = self.ledger.on_check(key, check.copy)
+        if step is CheckStep.ANSWER_UNKNOWN:
+            return step, TransactionState.UNKNOWN, None
+        if step is CheckStep.ANSWER_ROLLBACK:
+            return step, TransactionState.ROLLBACK, None
+        if step is CheckStep.PROBE_COMMITTED:
+            stored = await self._stored(check)
+            return step, self.ledger.after_probe(key, stored, self._now_ms()), None
+        state, remark = await self._ask(check)
+        if state is TransactionState.COMMIT:
+            state = self.ledger.check_function_answer(state, await self._stored(check))
+        return step, state, remark
+
+    async def _stored(self, check: _Check) -> bool | None:
+        """The probe's finding; ``None`` (logged once) when the broker would not say."""
+        try:
+            return await self._probe(check.address, check.request)
+        except ProducerError as exc:
+            if not self._probe_warned:
+                self._probe_warned = True
+                log.warning(
+                    "%s: cannot ask %s whether a checked message is stored (%s); a message "
+                    "whose END may be lost is answered UNKNOWN until it can. Give the "
+                    "producer's account SUB on its topics, and keep messageIndexEnable on",
+                    self.group,
+                    check.address,
+                    exc,
+                )
+            return None
+
+    async def _ask(self, check: _Check) -> tuple[TransactionState, str | None]:
+        """The check function's state for the checked message, or UNKNOWN with a remark."""
+        record = check.request.record
         message = received_message(record, self._broker_name(check.address), record.inflated_body())
         try:
             with anyio.fail_after(self._timeout_s):
-                state: object = self._check(message)
-                if inspect.isawaitable(state):
-                    state = await state
+                state = await self._call_check(message)
         except TimeoutError:
             log.warning(
                 "%s: check of %s took over %g s", self.group, message.msg_id, self._timeout_s
@@ -178,6 +231,17 @@ class CheckServer:
             log.error("%s: check returned %r, not a TransactionState", self.group, state)
             return TransactionState.UNKNOWN, f"{CHECK_FAILED_REMARK}returned {state!r}"
         return state, None
+
+    async def _call_check(self, message: ReceivedMessage) -> object:
+        """Async check functions run on the loop; plain ones on a worker thread, so a
+        blocking lookup stalls no send (abandoned there if it overruns its timeout)."""
+        if self._check_is_async:
+            state: object = self._check(message)
+        else:
+            state = await anyio.to_thread.run_sync(self._check, message, abandon_on_cancel=True)
+        if inspect.isawaitable(state):
+            state = await state
+        return state
 
     async def wait_answered(self, count: int) -> None:
         """Until ``count`` checks have been answered (written) since start."""

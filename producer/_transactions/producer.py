@@ -22,11 +22,14 @@ from producer._lifecycle import AsyncLifecycle
 from producer._producer import Producer, ProducerState
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message
+from producer._remoting.message_codec import parse_offset_msg_id
+from producer._remoting.properties import REAL_TOPIC
+from producer._remoting.query_message import query_by_uniq_key, stored_by_uniq_key
 from producer._remoting.transaction import (
     EXECUTE_FAILED_REMARK,
+    CheckRequest,
     EndTransaction,
     TransactionState,
-    end_after_send,
     end_transaction_request,
     half_message,
 )
@@ -34,6 +37,7 @@ from producer._send.plan import SendMode
 from producer._send.result import SendResult
 from producer._send.sender import SendJob
 from producer._transactions.checks import CheckFunction, CheckServer, describe
+from producer._transactions.ledger import HalfCopy, TransactionLedger
 from producer.errors import (
     InvalidOptionError,
     LocalProtocolError,
@@ -78,28 +82,31 @@ class TransactionResult:
         return self.end_written and self.state is not TransactionState.UNKNOWN
 
 
-class _Running:
-    """UNIQ_KEYs whose transaction is under way here, and a way to wait until none is."""
+class _Executing:
+    """How many ``execute`` calls run, and a way to wait until none does."""
 
     def __init__(self) -> None:
-        self.keys: dict[str, int] = {}
+        self.count = 0
         self._idle = anyio.Event()
         self._idle.set()
 
-    def add(self, key: str) -> None:
-        self.keys[key] = self.keys.get(key, 0) + 1
+    def enter(self) -> None:
+        self.count += 1
         if self._idle.is_set():
             self._idle = anyio.Event()
 
-    def discard(self, key: str) -> None:
-        left = self.keys.pop(key, 1) - 1
-        if left > 0:
-            self.keys[key] = left
-        if not self.keys:
+    def leave(self) -> None:
+        self.count -= 1
+        if self.count == 0:
             self._idle.set()
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
+
+
+def half_copy(sent: SendResult) -> HalfCopy:
+    """The half message as its send's answer names it (the first copy)."""
+    return HalfCopy(parse_offset_msg_id(sent.offset_msg_id).commit_offset, sent.queue_offset)
 
 
 class TransactionProducer(AsyncLifecycle):
@@ -110,8 +117,8 @@ class TransactionProducer(AsyncLifecycle):
             result = await tx.send_in_transaction(Message("Orders", body), execute)
 
     ``check`` answers the broker's check-backs from the message alone (any member of the
-    group may be asked, also for transactions another member started); plain functions
-    run on the event loop, so keep them quick or make them async. ``check_timeout_ms``
+    group may be asked, also for transactions another member started); an ``async def``
+    check runs on the event loop, a plain one on a worker thread (T4). ``check_timeout_ms``
     bounds one check (then UNKNOWN is answered); ``check_workers`` checks run at once,
     ``max_pending_checks`` wait. ``topics``: at start, this member announces its group to
     those topics' brokers, so it can be asked about halves others left there before it
@@ -141,7 +148,8 @@ class TransactionProducer(AsyncLifecycle):
             )
         self.producer = producer
         self.topics = tuple(topics)
-        self._running = _Running()
+        self._executing = _Executing()
+        self.ledger = TransactionLedger()
         self._open_halves: dict[str, SendResult] = {}  # two-step halves not ended yet
         self._announced: set[str] = set()
         self._tg: TaskGroup | None = None
@@ -150,7 +158,9 @@ class TransactionProducer(AsyncLifecycle):
             producer.group,
             check,
             end=self._write_end,
-            running=self._in_flight,
+            probe=self._stored,
+            ledger=self.ledger,
+            now_ms=self._now_ms,
             broker_name=self._broker_name,
             timeout_ms=check_timeout_ms,
             workers=check_workers,
@@ -165,7 +175,7 @@ class TransactionProducer(AsyncLifecycle):
 
     def __repr__(self) -> str:
         return (
-            f"TransactionProducer({self.producer!r}, running={len(self._running.keys)}, "
+            f"TransactionProducer({self.producer!r}, executing={self._executing.count}, "
             f"open_halves={len(self._open_halves)}, {self.checks!r})"
         )
 
@@ -183,14 +193,15 @@ class TransactionProducer(AsyncLifecycle):
 
     async def aclose(self) -> None:
         """Stop taking transactions and checks; within the producer's ``close_timeout_ms``
-        let running ones end and answer queued checks; then close the producer. Checks
-        left unanswered and halves left open are the broker's to ask about again."""
+        let running ``execute`` calls end and answer queued checks; then close the
+        producer. Checks left unanswered and two-step halves left open are the broker's to
+        ask about again (T7): nothing waits for them."""
         if self._closing:
             return
         self._closing = True
         budget_ms = self.producer.options.close_timeout_ms
         with anyio.move_on_after(budget_ms / 1000.0):
-            await self._running.wait_idle()
+            await self._executing.wait_idle()
         if self._open_halves:
             log.warning(
                 "%s: closing with %d half messages not ended; the broker will check them",
@@ -215,16 +226,16 @@ class TransactionProducer(AsyncLifecycle):
         run and the outcome is ROLLBACK. ``execute`` raising counts as UNKNOWN (logged).
         """
         sent = await self._send_half(message, timeout_ms)
-        key = sent.msg_id
-        self._running.add(key)
+        if sent.status is not SendStatus.SEND_OK:
+            return await self._end(sent, TransactionState.ROLLBACK)
+        self._executing.enter()
         try:
-            if sent.status is not SendStatus.SEND_OK:
-                return await self._end(sent, TransactionState.ROLLBACK)
+            key = sent.msg_id
             state, error = await _run_execute(execute, dataclasses.replace(message, msg_id=key))
-            remark = None if error is None else EXECUTE_FAILED_REMARK + describe(error)
-            return await self._end(sent, state, execute_error=error, remark=remark)
         finally:
-            self._running.discard(key)
+            self._executing.leave()
+        remark = None if error is None else EXECUTE_FAILED_REMARK + describe(error)
+        return await self._end(sent, state, execute_error=error, remark=remark)
 
     async def send(
         self, message: Message, *, timeout_ms: float | None = None, order_key: str | None = None
@@ -241,7 +252,6 @@ class TransactionProducer(AsyncLifecycle):
         transaction only if ``status`` is SEND_OK; otherwise roll it back."""
         sent = await self._send_half(message, timeout_ms)
         self._open_halves[sent.msg_id] = sent
-        self._running.add(sent.msg_id)
         return sent
 
     async def commit(self, half: SendResult) -> TransactionResult:
@@ -276,10 +286,7 @@ class TransactionProducer(AsyncLifecycle):
                 f"half message {half.msg_id} is not open here: it was ended already, or "
                 "sent by another producer (its checks answer for it)"
             )
-        try:
-            return await self._end(half, state, execute_error=execute_error, remark=remark)
-        finally:
-            self._running.discard(half.msg_id)
+        return await self._end(half, state, execute_error=execute_error, remark=remark)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -301,6 +308,7 @@ class TransactionProducer(AsyncLifecycle):
         budget = running.planner.budget_ms(timeout_ms)
         sent = await producer._run(running, job, SendMode.SYNC, budget, certain_retries_only=True)
         assert sent is not None, "a sync send returns a result"
+        self.ledger.begin(sent.msg_id, half_copy(sent))  # before a check can be read
         await self._announce(sent.queue.broker_name)
         return sent
 
@@ -312,11 +320,15 @@ class TransactionProducer(AsyncLifecycle):
         execute_error: BaseException | None = None,
         remark: str | None = None,
     ) -> TransactionResult:
-        end = end_after_send(
-            self.group,
-            state,
-            queue_offset=sent.queue_offset,
-            offset_msg_id=sent.offset_msg_id,
+        # The newest copy the checks revealed: the one the broker's next round would check
+        # (an END naming an older copy leaves this one to be checked and committed again).
+        copy = self.ledger.newest_copy(sent.msg_id) or half_copy(sent)
+        end = EndTransaction(
+            producer_group=self.group,
+            tran_state_table_offset=copy.queue_offset,
+            commit_log_offset=copy.commit_log_offset,
+            state=state,
+            from_check=False,
             msg_id=sent.msg_id,
             transaction_id=sent.transaction_id,
             remark=remark,
@@ -331,8 +343,22 @@ class TransactionProducer(AsyncLifecycle):
                 sent.msg_id,
                 exc,
             )
+            self.ledger.ended(sent.msg_id, copy, state, None)
             return TransactionResult(sent, state, False, execute_error, exc)
+        self.ledger.ended(sent.msg_id, copy, state, self._now_ms())
         return TransactionResult(sent, state, True, execute_error)
+
+    async def _stored(self, addr: str, check: CheckRequest) -> bool:
+        """Whether the broker at ``addr`` holds the checked message in its real topic
+        (QUERY_MESSAGE by UNIQ_KEY, over all time: our clock and the broker's may differ)."""
+        maintenance = self.producer._maintenance
+        assert maintenance is not None, "started"
+        record = check.record
+        topic = record.properties.get(REAL_TOPIC, record.topic)
+        request = query_by_uniq_key(topic, check.uniq_key, begin_ms=0)
+        timeout_ms = self.producer.options.send_timeout_ms
+        response = await maintenance.client.invoke(addr, request, timeout_ms)
+        return stored_by_uniq_key(response, topic, check.uniq_key)
 
     async def _write_end(self, addr: str, end: EndTransaction) -> None:
         maintenance = self.producer._maintenance
@@ -349,13 +375,15 @@ class TransactionProducer(AsyncLifecycle):
             raise NoRouteError(broker_name, self.producer.namesrv_addrs, "broker left the routes")
         return addr
 
+    def _now_ms(self) -> float:
+        maintenance = self.producer._maintenance
+        assert maintenance is not None, "started"
+        return maintenance.clock.monotonic_ms()
+
     def _broker_name(self, addr: str) -> str:
         maintenance = self.producer._maintenance
         known = {} if maintenance is None else maintenance.routes.broker_addrs()
         return next((name for name, a in known.items() if a == addr), addr)
-
-    def _in_flight(self, key: str) -> bool:
-        return key in self._running.keys
 
     async def _announce(self, broker_name: str) -> None:
         """Heartbeat our group to a broker holding one of our halves, once: its checks can

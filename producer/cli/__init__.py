@@ -6,6 +6,7 @@
 * ``bench``   - run a benchmark from the source tree's ``benchmarks/`` package.
 * ``dlq``     - list, show and re-drive a consumer group's dead letters.
 * ``consume-demo`` - retries, delay levels, the DLQ and a re-drive, live, in-process.
+* ``trace``   - a message's journey, from the message trace topic.
 
 Each command's core is an ``async def`` taking the parsed arguments (tests await it);
 :func:`main` parses ``argv`` and runs it on asyncio. Bad arguments exit with status 2.
@@ -25,6 +26,7 @@ from producer.cli.common import run_command
 from producer.cli.consume_demo import add_consume_demo_arguments, run_consume_demo
 from producer.cli.dlq import add_dlq_arguments, run_dlq
 from producer.cli.send import add_send_arguments, run_send
+from producer.cli.trace import add_trace_arguments, run_trace
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
             "failures: retries through %RETRY%, the DLQ, a re-drive, and a verdict.",
         )
     )
+    add_trace_arguments(
+        commands.add_parser(
+            "trace",
+            help="a message's journey from the message trace topic",
+            description="Read the trace records of MSG_ID (written by clients with "
+            "trace=True): its sends, where it was stored, each consume attempt.",
+        )
+    )
     bench = commands.add_parser(
         "bench",
         help="run a benchmark (throughput, faults, memory) from the source tree",
@@ -121,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command(lambda stop: run_send(args, stop=stop))
     if args.command == "dlq":
         return run_command(lambda stop: run_dlq(args, sys.stdout))
+    if args.command == "trace":
+        return run_command(lambda stop: run_trace(args, sys.stdout))
     if args.command == "consume-demo":
         return run_command(lambda stop: run_consume_demo(args, sys.stdout))
     if not _has_rich():

@@ -18,10 +18,12 @@ from producer._consume.message import ReceivedMessage
 from producer._consume.policy import ConsumeRetryPolicy
 from producer._remoting.message import MessageQueue
 from producer._remoting.retry_topics import dlq_topic, retry_topic
+from producer._remoting.trace import PubRecord, SubAfterRecord, SubBeforeRecord
 from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
 from producer.consumer._listener import ConsumeContext
 from producer.consumer._pull_consumer import PullConsumer
 from producer.consumer._push_consumer import PushConsumer
+from producer.consumer._trace_reader import read_trace
 
 __all__ = [
     "ConsumeContext",
@@ -30,9 +32,13 @@ __all__ = [
     "DeadLetter",
     "DeadLetterQueue",
     "MessageQueue",
+    "PubRecord",
     "PullConsumer",
     "PushConsumer",
     "ReceivedMessage",
+    "SubAfterRecord",
+    "SubBeforeRecord",
     "dlq_topic",
+    "read_trace",
     "retry_topic",
 ]

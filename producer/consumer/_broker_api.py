@@ -16,6 +16,11 @@ from producer._client.routes import RouteTable
 from producer._consume.message import ReceivedMessage
 from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
+from producer._remoting.committed_offsets import (
+    all_offsets_request,
+    committed_in_table,
+    read_query_offset,
+)
 from producer._remoting.consumer_requests import (
     ConsumerData,
     PullParams,
@@ -29,7 +34,6 @@ from producer._remoting.consumer_requests import (
     parse_lock_batch,
     parse_offset_response,
     parse_pull_response,
-    parse_query_offset,
     pull_request,
     query_offset_request,
     search_offset_request,
@@ -156,9 +160,14 @@ class BrokerApi:
     # -- offsets -------------------------------------------------------------------------
 
     async def query_offset(self, queue: MessageQueue) -> int | None:
-        request = query_offset_request(self.group, queue)
-        response = await self._invoke_queue(queue, request)
-        return parse_query_offset(response)
+        """The group's committed offset of ``queue``, or ``None`` when it has none. A 4.x
+        broker's 0 may mean either; its offset table says which (docs/consuming.md 1.8)."""
+        response = await self._invoke_queue(queue, query_offset_request(self.group, queue))
+        answer = read_query_offset(response)
+        if answer.certain:
+            return answer.offset
+        table = await self._invoke_queue(queue, all_offsets_request())
+        return committed_in_table(table, self.group, queue)
 
     async def min_offset(self, queue: MessageQueue) -> int:
         return parse_offset_response(await self._invoke_queue(queue, min_offset_request(queue)))

@@ -17,6 +17,7 @@ from producer._consume.decisions import ConsumeStatus
 from producer._consume.message import ReceivedMessage
 from producer._consume.policy import DEAD_LETTER, SeenRecently
 from producer._remoting.message import MessageQueue
+from producer._trace.records import ConsumeTrace
 from producer.consumer._telemetry import NO_SPAN, ConsumerTelemetry
 
 log = logging.getLogger("producer.consumer")
@@ -71,8 +72,10 @@ class ListenerCall:
         telemetry: ConsumerTelemetry,
         clock_ms: Callable[[], float],
         guard: SeenRecently | None = None,
+        trace: ConsumeTrace | None = None,
     ) -> None:
         self.telemetry = telemetry
+        self._trace = trace  # message trace: SubBefore/SubAfter of every call
         self._clock_ms = clock_ms
         self._listener = listener
         self._with_context = _takes_context(listener)
@@ -182,7 +185,7 @@ class ListenerCall:
                 message.consume_start_ms = now_ms
         outcomes = await anyio.to_thread.run_sync(self._call_each, calls, orderly)
         self.call_s = sum(seconds for _, seconds in outcomes) / len(outcomes)
-        if self.telemetry.metering:  # the duration histogram: one sample per call
+        if self._observed:  # the duration histogram, the trace: one sample per call
             for (batch, context), (verdict, seconds) in zip(calls, outcomes, strict=False):
                 self._processed(NO_SPAN, batch, context, verdict, now_ms, seconds)
         return [verdict for verdict, _ in outcomes]
@@ -241,7 +244,7 @@ class ListenerCall:
     ) -> None:
         seconds = time.perf_counter() - started
         self.call_s = seconds
-        if self.telemetry.metering:
+        if self._observed:
             self._processed(NO_SPAN, batch, context, verdict, now_ms, seconds)
 
     def _processed(
@@ -257,6 +260,14 @@ class ListenerCall:
             seconds = (self._clock_ms() - now_ms) / 1000.0
         topic = batch[0].topic if batch else context.queue.topic
         self.telemetry.processed(span, topic, verdict.status.value, seconds, len(batch))
+        if self._trace is not None:
+            succeeded = verdict.status is ConsumeStatus.SUCCESS
+            self._trace.called(batch, succeeded, verdict.error is not None, seconds)
+
+    @property
+    def _observed(self) -> bool:
+        """Each call is measured: metrics are read, or calls are traced."""
+        return self.telemetry.metering or self._trace is not None
 
     def _call_each(self, calls: list[Call], orderly: bool) -> list[tuple[Verdict, float]]:
         """In a worker thread: each call's verdict (an exception raised is a failure, one

@@ -2,25 +2,32 @@
 ``AIOKafkaConsumer`` with ``assign``/``seek``/``getmany``; Java's
 ``DefaultLitePullConsumer`` in assign mode).
 
-No group membership, heartbeat or rebalance: every pull carries its own subscription, so
-the queues are the caller's to choose and a group name is needed only to commit offsets.
-Nothing is committed unless :meth:`PullConsumer.commit` is called. Positions move only
-when the messages of a pull are handed out, so an error never loses a message.
+No rebalance: every pull carries its own subscription, so the queues are the caller's to
+choose. It heartbeats as Java's ``DefaultLitePullConsumer`` does (``CONSUME_ACTIVELY``,
+with its subscriptions, every 30 s and whenever it learns a route), so the broker knows
+the group and creates its ``%RETRY%`` topic (``mqadmin consumerProgress`` works).
+
+Two offsets per queue (docs/consuming.md 1.9): the *position*, where the next pull starts,
+moves when a pull returns, and only if every pull of its round went well (a failed round
+moves nothing, so nothing is skipped); the *handed-out* offset moves as messages are
+given to the caller - all of a ``getmany``, one at a time from ``async for``. Nothing is
+committed unless :meth:`PullConsumer.commit` is called, and it stores handed-out offsets
+only, so a process that commits and stops never loses a message it did not see.
 """
 
 from __future__ import annotations
 
 import random
 import ssl as ssl_module
-from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
 import anyio
+from anyio.abc import TaskGroup
 
 from producer._client.clock import Clock, LoopClock
 from producer._consume.message import ReceivedMessage
-from producer._lifecycle import AsyncLifecycle
+from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
 from producer._remoting.acl import Credentials
 from producer._remoting.message import MessageQueue
 from producer._remoting.subscription import Subscription, parse_subscription
@@ -29,6 +36,8 @@ from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import START_WORDS, START_WORDS_HELP
+from producer.consumer._pull_buffer import PullBuffer
+from producer.consumer._pull_heartbeat import PullHeartbeat, serve_broker_requests
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
 from producer.consumer._subscribe_checks import check_tag_expression
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
@@ -51,9 +60,12 @@ class PullConsumer(AsyncLifecycle):
                 ...
             await consumer.commit()                              # only if you want to
 
-    A queue without a position starts at the group's committed offset, or else at
-    ``auto_offset_reset`` (``"latest"``, Java's default, or ``"earliest"``; ``"last"`` and
-    ``"first"``, PushConsumer's words, are the same). An offset the
+    A queue without a position starts at the group's committed offset, or else - the
+    group never committed on it, told apart from a committed 0 even on a 4.x broker - at
+    ``auto_offset_reset`` (``"latest"``, Java's default: its end; ``"earliest"``: its
+    first stored message; ``"last"`` and ``"first"``, PushConsumer's words, are the same).
+    :meth:`commit` stores the offset after the last message
+    handed out of each queue, never one only pulled into the buffer. An offset the
     queue no longer has moves to the broker's suggestion (logged), or raises
     :class:`~producer.errors.OffsetOutOfRangeError` with ``offset_out_of_range="raise"``.
     """
@@ -94,7 +106,9 @@ class PullConsumer(AsyncLifecycle):
         self._closed = False
         self._positions: dict[MessageQueue, int | None] = {}
         self._subscriptions: dict[str, Subscription] = {}
-        self._buffer: deque[ReceivedMessage] = deque()
+        self._buffer = PullBuffer()  # for ``async for``; and what commit() stores
+        self._tg: TaskGroup | None = None
+        self._heartbeat: PullHeartbeat | None = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._api else "new"
@@ -103,25 +117,47 @@ class PullConsumer(AsyncLifecycle):
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect (once, on a new consumer); ``async with`` calls it."""
+        """Open the connections and start heartbeating; call :meth:`aclose` from the same
+        task (``async with`` does: the heartbeat's task group insists on it)."""
         if self._api is not None or self._closed:
             raise LocalProtocolError("start() once, on a new PullConsumer")
         runtime = current_runtime()
         clock = self._clock or LoopClock(runtime.loop_time)
-        self._pool, self._api = await open_api(runtime, self._who, clock, self._rng)
+        self._pool, self._api = await open_api(
+            runtime, self._who, clock, self._rng, serve_broker_requests
+        )
+        self._heartbeat = PullHeartbeat(
+            self._api, self.auto_offset_reset, lambda: list(self._subscriptions.values())
+        )
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._heartbeat.run)
 
     async def aclose(self) -> None:
-        """Close the connections; nothing is committed (call :meth:`commit` first)."""
+        """Unregister from the brokers and close the connections; nothing is committed
+        (call :meth:`commit` first)."""
         self._closed = True
-        pool, self._pool, self._api = self._pool, None, None
+        pool, self._pool, api, self._api = self._pool, None, self._api, None
+        tg, self._tg = self._tg, None
+        cancelled = None
+        if tg is not None:  # heartbeats stop first: none may follow the unregister
+            tg.cancel_scope.cancel()
+            cancelled = await exit_noting_cancel(tg)
+        if api is not None:
+            with anyio.move_on_after(self._who.connect_timeout_ms / 1000.0, shield=True):
+                await api.unregister(self._who.connect_timeout_ms)
         if pool is not None:
-            await pool.__aexit__(None, None, None)
+            cancelled = await exit_noting_cancel(pool) or cancelled
+        if cancelled is not None:  # the caller is being cancelled: closed, now say so
+            raise cancelled
 
     # -- queues --------------------------------------------------------------------------
 
     async def queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, fresh from a name server (new queues show up)."""
-        return list((await self._open().refresh(topic)).queues)
+        found = await self._open().refresh(topic)
+        self._want_heartbeat()  # perhaps a broker not greeted yet
+        return list(found.queues)
 
     def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
         """Pull exactly these queues from now on, keeping the positions of those already
@@ -132,7 +168,8 @@ class PullConsumer(AsyncLifecycle):
         for topic in {q.topic for q in chosen}:
             self._subscriptions[topic] = parse_subscription(topic, expression)
         self._positions = {q: self._positions.get(q) for q in chosen}
-        self._buffer = deque(m for m in self._buffer if m.queue in self._positions)
+        self._buffer.keep(self._positions)
+        self._want_heartbeat()
 
     def assignment(self) -> list[MessageQueue]:
         """The queues this consumer pulls."""
@@ -146,7 +183,7 @@ class PullConsumer(AsyncLifecycle):
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidOptionError(f"offset must be an int >= 0, got {offset!r}")
         self._positions[queue] = offset
-        self._buffer = deque(m for m in self._buffer if m.queue != queue)
+        self._buffer.moved(queue, offset)
 
     async def seek_to_beginning(self, *queues: MessageQueue) -> None:
         """To each queue's first stored offset (GET_MIN_OFFSET); all assigned by default."""
@@ -171,6 +208,7 @@ class PullConsumer(AsyncLifecycle):
         found = self._positions[queue]
         if found is None:
             found = self._positions[queue] = await self._start_offset(queue)
+            self._buffer.moved(queue, found)
         return found
 
     async def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
@@ -199,14 +237,16 @@ class PullConsumer(AsyncLifecycle):
         return found
 
     async def committed(self, queue: MessageQueue) -> int | None:
-        """The group's committed offset of ``queue`` (QUERY_CONSUMER_OFFSET), if any."""
+        """The group's committed offset of ``queue``, or ``None`` if it never committed
+        one (a 4.x broker's ambiguous 0 is checked, docs/consuming.md 1.8)."""
         return await (await self._routed([queue])).query_offset(queue)
 
     async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
-        """UPDATE_CONSUMER_OFFSET for the group: ``offsets`` or every known position (the
-        next offset to read, as Java commits)."""
+        """UPDATE_CONSUMER_OFFSET for the group: ``offsets``, or for every queue the offset
+        after the last message handed out (the next one to read, as Java commits) -
+        messages pulled but still buffered for ``async for`` do not count."""
         if offsets is None:
-            offsets = {q: o for q, o in self._positions.items() if o is not None}
+            offsets = dict(self._buffer.handed)
         api = await self._routed(offsets)
         for queue, offset in offsets.items():
             await api.persist(queue, offset, oneway=False)
@@ -222,11 +262,14 @@ class PullConsumer(AsyncLifecycle):
         without messages are left out."""
         chosen = self._chosen(queues)
         if self._buffer:
-            return self._from_buffer(chosen, max_records)
-        found = await self._round(chosen, 0, max_records)
-        if not found and timeout_ms > 0:
-            found = await self._round(chosen, int(timeout_ms), max_records)
-        return found
+            return self._buffer.take(chosen, max_records)
+        for suspend_ms in (0, int(timeout_ms)) if timeout_ms > 0 else (0,):
+            found = await self._round(chosen, suspend_ms, max_records)
+            for pulled in found.values():
+                self._buffer.handed_all(pulled)
+            if any(p.messages for p in found.values()):
+                break
+        return {q: p.messages for q, p in found.items() if p.messages}
 
     def __aiter__(self) -> PullConsumer:
         return self
@@ -235,13 +278,13 @@ class PullConsumer(AsyncLifecycle):
         while not self._buffer:
             if self._closed:
                 raise StopAsyncIteration
-            for batch in (await self._round(self._chosen(()), ITER_POLL_MS, None)).values():
-                self._buffer.extend(batch)
-        return self._buffer.popleft()
+            for pulled in (await self._round(self._chosen(()), ITER_POLL_MS, None)).values():
+                self._buffer.add(pulled)
+        return self._buffer.pop()
 
     async def _round(
         self, queues: list[MessageQueue], suspend_ms: int, max_records: int | None
-    ) -> dict[MessageQueue, list[ReceivedMessage]]:
+    ) -> dict[MessageQueue, Pulled]:
         """Pull every queue concurrently; positions move only if all pulls went well (an
         error is raised and every queue is pulled again next time: nothing is lost).
         Long-polled, the first queue to answer with messages ends the round."""
@@ -269,7 +312,7 @@ class PullConsumer(AsyncLifecycle):
             raise errors[0]
         for queue, pulled in results.items():
             self._positions[queue] = pulled.position
-        return {q: p.messages for q, p in results.items() if p.messages}
+        return results
 
     def _ask(self, suspend_ms: int, max_records: int | None) -> PullRequest:
         return PullRequest(
@@ -279,22 +322,6 @@ class PullConsumer(AsyncLifecycle):
             request_timeout_ms=self._request_timeout_ms,
             raise_out_of_range=self._raise_out_of_range,
         )
-
-    def _from_buffer(
-        self, queues: list[MessageQueue], max_records: int | None
-    ) -> dict[MessageQueue, list[ReceivedMessage]]:
-        """Messages ``async for`` pulled but did not hand out yet come first."""
-        taken: dict[MessageQueue, list[ReceivedMessage]] = {}
-        kept: deque[ReceivedMessage] = deque()
-        count = 0
-        for message in self._buffer:
-            if message.queue in queues and (max_records is None or count < max_records):
-                taken.setdefault(message.queue, []).append(message)
-                count += 1
-            else:
-                kept.append(message)
-        self._buffer = kept
-        return taken
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -324,7 +351,12 @@ class PullConsumer(AsyncLifecycle):
         for topic in {q.topic for q in queues}:
             if api.cached(topic) is None:
                 await api.refresh(topic)
+                self._want_heartbeat()
         return api
+
+    def _want_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.want()
 
     def _sub(self, queue: MessageQueue) -> Subscription:
         found = self._subscriptions.get(queue.topic)

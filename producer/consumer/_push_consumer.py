@@ -37,6 +37,7 @@ from producer._remoting.request_table import not_supported
 from producer._remoting.retry_topics import retry_topic
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer._remoting.validation import check_group
+from producer._trace.records import trace_topic
 from producer._transport import current_runtime
 from producer._transport.base import client_tls
 from producer.consumer._concurrent import ConcurrentConsumption
@@ -65,6 +66,8 @@ class PushConsumer(AsyncLifecycle):
     functions run in worker threads (up to ``max_concurrency`` at once), so they may block.
     ``orderly=True`` consumes each queue in order, one batch at a time, under the broker's
     queue lock; RECONSUME_LATER then pauses the queue and retries locally.
+    ``trace`` (``True``, or a topic name) writes a message trace record pair (SubBefore,
+    SubAfter) for every message of every listener call, as Java's ``enableMsgTrace``.
     """
 
     @known_keywords
@@ -80,6 +83,7 @@ class PushConsumer(AsyncLifecycle):
         offset_store_dir: str | os.PathLike[str] | None = None,
         credentials: Credentials | None = None,
         ssl: object = None,
+        trace: bool | str = False,
         clock: Clock | None = None,
         rng: random.Random | None = None,
         orderly: bool = _C.orderly,
@@ -121,6 +125,7 @@ class PushConsumer(AsyncLifecycle):
         self._offset_dir = Path(offset_store_dir) if offset_store_dir else DEFAULT_OFFSET_DIR
         self._signer = signer_for(credentials)
         self._tls = client_tls(ssl)
+        self._trace_topic = trace_topic(trace)
         self._given_clock = clock
         self._rng = rng or random.Random()
         self._subscriptions: dict[str, Subscription] = {}
@@ -225,6 +230,7 @@ class PushConsumer(AsyncLifecycle):
             offsets=self.offsets,
             offset_dir=self._offset_dir,
             lag=lambda: [(q, w.lag()) for q, w in self._workers.items()],
+            trace_topic=self._trace_topic,
         )
 
     def _serve(self, address: str, request: RemotingCommand) -> RemotingCommand | None:
@@ -436,6 +442,8 @@ class PushConsumer(AsyncLifecycle):
             if self._needs_locks:
                 await self._unlock_all(r)
             await r.api.unregister(self.options.connect_timeout_ms)
+        if r.trace is not None:  # the last calls' records, before the connections close
+            await r.trace.aclose(self.options.close_timeout_ms)
         r.tg.cancel_scope.cancel()
         cancelled = await exit_noting_cancel(r.tg)
         cancelled = await exit_noting_cancel(r.pool) or cancelled

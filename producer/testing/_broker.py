@@ -3,8 +3,10 @@
 Sends (SEND_MESSAGE 10, SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320) go through the
 checks of ``AbstractSendMessageProcessor.msgCheck`` (topic name and the message store's
 limits in ``_send_checks.py``; here auto-creation from ``TBW102`` and the queue id
-range), then into a :class:`BrokerStore`. HEART_BEAT, UNREGISTER_CLIENT and GET_MAX_OFFSET are
-answered; any other code gets REQUEST_CODE_NOT_SUPPORTED with the real remark.
+range), then into a :class:`BrokerStore`. The consume side's codes go to
+``_consume_side.py``; END_TRANSACTION to ``_transactions.py``; HEART_BEAT,
+UNREGISTER_CLIENT, GET_MAX_OFFSET and QUERY_MESSAGE (``_query.py``) are answered here; any
+other code gets REQUEST_CODE_NOT_SUPPORTED with the real remark.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from producer.testing._acl import AccessControl
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
+from producer.testing._query import answer_query_message
 from producer.testing._schedule import SCHEDULE_TOPIC
 from producer.testing._send_checks import (
     SendRefusal,
@@ -49,7 +52,7 @@ from producer.testing._store import (
     properties_length,
 )
 from producer.testing._timer import TIMER_TOPIC, TimerIllegal, TimerWheel, recall_handle
-from producer.testing._transactions import TransactionConfig, Transactions
+from producer.testing._transactions import TransactionConfig, Transactions, op_batch_interval
 
 __all__ = ["SEND_CODES", "Broker", "not_supported"]
 
@@ -103,8 +106,12 @@ class Broker:
         self.auto_create_topic = auto_create_topic
         self.region = region
         self.store = BrokerStore(name, clock_ms=clock_ms)
+        config = transactions or TransactionConfig()
         self.transactions = Transactions(
-            self.store, clock_ms=clock_ms, config=transactions or TransactionConfig()
+            self.store,
+            clock_ms=clock_ms,
+            config=config,
+            op_batch_interval_ms=op_batch_interval(config, version),
         )
         self._rng = rng
         self._on_topic_created = on_topic_created
@@ -117,6 +124,7 @@ class Broker:
             create_topic=self._topic_created,
             put=self.put,
             hold_check_ms=hold_check_ms,
+            version=version,
         )
         if auto_create_topic:
             self.store.put_topic(
@@ -179,6 +187,8 @@ class Broker:
             return answer_unregister(request, self.transactions.producers, self.consume)
         if code == RequestCode.GET_MAX_OFFSET:
             return self._max_offset(request)
+        if code == RequestCode.QUERY_MESSAGE:
+            return answer_query_message(self.store, request)
         return not_supported(request)
 
     # -- sends ---------------------------------------------------------------------------

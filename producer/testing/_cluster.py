@@ -34,6 +34,7 @@ from producer.testing._store import (
     PERM_READ,
     PERM_WRITE,
     TopicConfig,
+    seed_batch,
 )
 from producer.testing._tls import server_tls
 from producer.testing._transactions import TransactionConfig
@@ -329,6 +330,14 @@ class DevCluster(ClusterView, AsyncLifecycle):
         """``broker``'s current fault."""
         return self._listener(broker).fault
 
+    def lose_end_transaction(self, uniq_key: str | None = None, *, count: int = 1) -> None:
+        """Lose the next ``count`` END_TRANSACTIONs of message ``uniq_key`` (of any message,
+        when ``None``) on each broker, as a connection that breaks after the client wrote
+        them: the client cannot tell, and the broker checks the transaction back."""
+        for handler in self._handlers.values():
+            if isinstance(handler, Broker):
+                handler.transactions.lose_end(uniq_key, count)
+
     async def set_namesrv_fault(self, spec: FaultSpec) -> None:
         """Replace the name server's fault."""
         await self._namesrv_listener.set_fault(spec)
@@ -359,6 +368,18 @@ class DevCluster(ClusterView, AsyncLifecycle):
         if isinstance(handler, Broker):
             handler.store.put_topic(config)
         self._namesrv.register_topic(broker, config)
+
+    def backlog(self, topic: str, per_queue: int, *, tags: str = "seed") -> int:
+        """Store ``per_queue`` small messages in every queue of ``topic`` on every broker,
+        straight into the stores (a backlog in an instant; no producer, no sends).
+        Returns how many were stored."""
+        stored = 0
+        for name in self.broker_names:
+            store = self._broker(name).store
+            config = store.topic(topic)
+            for queue_id in range(config.write_queue_nums if config is not None else 0):
+                stored += len(store.append(topic, queue_id, seed_batch(topic, per_queue, tags)))
+        return stored
 
     def drop_before(
         self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None

@@ -94,9 +94,25 @@ class ClusterView:
             for key in handler.transactions.open_keys()
         }
 
+    def transaction_checks(self, uniq_key: str | None = None) -> list[int]:
+        """The CHECK_TRANSACTION_STATEs the brokers sent to a producer about message
+        ``uniq_key`` (about any, when ``None``), each as its copy's
+        ``TRANSACTION_CHECK_TIMES``, in the order sent."""
+        return [
+            times
+            for handler in self._handlers.values()
+            if isinstance(handler, Broker)
+            for event, key, times in handler.transactions.log
+            if event == "check" and uniq_key in (None, key)
+        ]
+
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""
         return self._broker(broker).consume.offsets.snapshot()
+
+    def consumers(self, broker: str) -> dict[str, dict[str, frozenset[str]]]:
+        """The consumer groups ``broker`` knows by heartbeat: group -> client id -> topics."""
+        return self._broker(broker).consume.registry.snapshot()
 
     def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
         """Orderly consumers' queue locks on ``broker``: ``{group: {queue: client_id}}``."""

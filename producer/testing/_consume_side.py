@@ -1,7 +1,8 @@
 """A broker's consumer side, as 4.9.4 answers it (docs/consuming.md 1 and 3; no I/O).
 
 Requests: PULL_MESSAGE (checks in the broker's order, tag-hash filtering, long polling,
-offsets piggy-backed on pulls), QUERY/UPDATE_CONSUMER_OFFSET, GET_MIN_OFFSET,
+offsets piggy-backed on pulls), QUERY/UPDATE_CONSUMER_OFFSET and GET_ALL_CONSUMER_OFFSET
+(per broker version, :mod:`~producer.testing._offset_answers`), GET_MIN_OFFSET,
 GET_EARLIEST_MSG_STORETIME,
 SEARCH_OFFSET_BY_TIMESTAMP, GET_CONSUMER_LIST_BY_GROUP, CONSUMER_SEND_MSG_BACK,
 LOCK/UNLOCK_BATCH_MQ; heartbeats register consumers, create ``%RETRY%<group>`` and
@@ -21,7 +22,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from producer._remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from producer._remoting.codes import FLAG_ONEWAY, V4_9_4, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from producer._remoting.delay_levels import DelayLevels
@@ -53,7 +54,6 @@ from producer.testing._consume_fields import (
     int_or_zero,
     lock_answer,
     need,
-    offset_answer,
     pending_copy,
     pulled_record,
     queue_query,
@@ -66,6 +66,7 @@ from producer.testing._groups import (
     RegisteredConsumer,
 )
 from producer.testing._held_pulls import HeldPull, HeldPulls
+from producer.testing._offset_answers import all_offsets_answer, query_offset_answer
 from producer.testing._schedule import SCHEDULE_TOPIC, DelaySchedule
 from producer.testing._server import Channel
 from producer.testing._store import (
@@ -91,6 +92,7 @@ CONSUME_CODES = frozenset(
         RequestCode.CONSUMER_SEND_MSG_BACK,
         RequestCode.LOCK_BATCH_MQ,
         RequestCode.UNLOCK_BATCH_MQ,
+        RequestCode.GET_ALL_CONSUMER_OFFSET,
     }
 )
 # Handlers that answer with createResponseCommand(null): no ext fields even when refusing.
@@ -120,8 +122,10 @@ class ConsumeSide:
         create_topic: Callable[[TopicConfig], None],
         put: Callable[[str, int, PendingMessage, bool], StoredMessage],
         hold_check_ms: float | None = None,
+        version: int = V4_9_4,
     ) -> None:
         self.store = store
+        self.version = version  # which broker's answers (MQVersion ordinal)
         self.broker_name = broker_name
         self.registry = ConsumerRegistry()
         self.locks = LockTable()
@@ -156,7 +160,9 @@ class ConsumeSide:
         if code == RequestCode.PULL_MESSAGE:
             return self._pull(request, channel, allow_suspend=True)
         if code == RequestCode.QUERY_CONSUMER_OFFSET:
-            return self._query_offset(request)
+            return query_offset_answer(request, self.offsets, self.store, self.version)
+        if code == RequestCode.GET_ALL_CONSUMER_OFFSET:
+            return all_offsets_answer(request, self.offsets)
         if code == RequestCode.UPDATE_CONSUMER_OFFSET:
             group, topic, queue_id = group_queue(request)
             self.offsets.commit(group, topic, queue_id, int_field(request, "commitOffset"))
@@ -222,14 +228,6 @@ class ConsumeSide:
         return request.make_response(ResponseCode.SUCCESS, ext_fields={}, body=body)
 
     # -- offsets -------------------------------------------------------------------------
-
-    def _query_offset(self, request: RemotingCommand) -> RemotingCommand:
-        group, topic, queue_id = group_queue(request)
-        stored = self.offsets.query(group, topic, queue_id)
-        if stored is None:
-            # 4.9.4 answers 0 while queue offset 0 is still in memory: on any young topic.
-            stored = 0
-        return offset_answer(request, stored)
 
     # -- pulls ---------------------------------------------------------------------------
 

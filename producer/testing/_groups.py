@@ -129,6 +129,14 @@ class ConsumerRegistry:
     def is_registered(self, group: str) -> bool:
         return bool(self._members.get(group))
 
+    def snapshot(self) -> dict[str, dict[str, frozenset[str]]]:
+        """Live members: group -> client id -> the topics its heartbeat subscribed."""
+        return {
+            group: {c: frozenset(m.subscriptions) for c, m in members.items()}
+            for group, members in sorted(self._members.items())
+            if members
+        }
+
 
 class LockTable:
     """Queue locks per group: granted when free, expired, or already the caller's."""

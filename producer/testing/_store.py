@@ -97,6 +97,17 @@ class PendingMessage:
     prepared_transaction_offset: int = 0  # a committed transaction's half message
 
 
+def seed_batch(topic: str, count: int, tags: str) -> list[PendingMessage]:
+    """``count`` small messages (body ``seed-<n>``, tag ``tags``) to store without sends."""
+    batch: list[PendingMessage] = []
+    for n in range(count):
+        body = b"seed-%d" % n
+        properties = {"TAGS": tags, "WAIT": "true"}
+        size = stored_size(len(body), len(topic.encode()), properties_length(properties))
+        batch.append(PendingMessage(body, properties, size))
+    return batch
+
+
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
     """A message as the dev cluster stored it. ``body`` is decompressed (the bytes as sent

@@ -146,6 +146,14 @@ class DevClusterThread(ClosesOnExit):
         """Client id -> producer groups, from the heartbeats ``broker`` has seen."""
         return self._query(lambda: self.cluster.clients(broker))
 
+    def lose_end_transaction(self, uniq_key: str | None = None, *, count: int = 1) -> None:
+        """:meth:`DevCluster.lose_end_transaction` on the cluster's loop."""
+        self._query(lambda: self.cluster.lose_end_transaction(uniq_key, count=count))
+
+    def transaction_checks(self, uniq_key: str | None = None) -> list[int]:
+        """:meth:`DevCluster.transaction_checks` on the cluster's loop."""
+        return self._query(lambda: self.cluster.transaction_checks(uniq_key))
+
     def open_transactions(self) -> set[str]:
         """UNIQ_KEYs of half messages still in doubt on any broker."""
         return self._query(self.cluster.open_transactions)
@@ -153,6 +161,11 @@ class DevClusterThread(ClosesOnExit):
     def client_ssl_context(self) -> ssl.SSLContext:
         """An ``ssl=`` for producers: trusts the certificate ``tls=True`` generated."""
         return self.cluster.client_ssl_context()
+
+    def backlog(self, topic: str, per_queue: int, *, tags: str = "seed") -> int:
+        """Store ``per_queue`` small messages in every queue of ``topic`` on every broker, at
+        once (no producer, no sends); returns how many were stored."""
+        return self._query(lambda: self.cluster.backlog(topic, per_queue, tags=tags))
 
     def drop_before(
         self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
@@ -170,6 +183,10 @@ class DevClusterThread(ClosesOnExit):
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
         """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""
         return self._query(lambda: self.cluster.consumer_offsets(broker))
+
+    def consumers(self, broker: str) -> dict[str, dict[str, frozenset[str]]]:
+        """The consumer groups ``broker`` knows by heartbeat: group -> client id -> topics."""
+        return self._query(lambda: self.cluster.consumers(broker))
 
     def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
         """Orderly consumers' queue locks on ``broker``: ``{group: {queue: client_id}}``."""

@@ -13,7 +13,16 @@
   ``TRANSACTION_CHECK_TIMES`` + 1 and CHECK_TRANSACTION_STATE goes to one live producer
   of its group (round robin, ``ProducerManager.getAvailableChannel``); rounds with no
   producer online count too; after ``check_max`` checks it is moved to
-  ``TRANS_CHECK_MAX_TIME_TOPIC`` and never delivered.
+  ``TRANS_CHECK_MAX_TIME_TOPIC`` and never delivered. An END may name any copy; the
+  round goes by the newest, so an END naming an older one leaves that to be checked.
+* A 5.x broker writes op records in batches: ``deletePrepareMessage`` queues the offset
+  (the queue's context is born then, its last write set to that time), and
+  ``TransactionalOpBatchService`` wakes every ``transactionOpBatchInterval`` and
+  (``batchSendOpMessage``) writes one op message ``"o1,o2,"`` when the last write is that
+  old, or at once past ``transactionOpMsgMaxSize`` bytes. Until then a round still sees
+  the half as open and checks a new copy of it, though its END was applied. 4.9.4 writes
+  each op at once.
+* Tests can lose END_TRANSACTION frames on the way in (:meth:`Transactions.lose_end`).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from producer._remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from producer._remoting.codes import FLAG_ONEWAY, V5_0_0, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import encode_frame
 from producer._remoting.message_codec import (
@@ -63,12 +72,17 @@ __all__ = [
     "ProducerChannels",
     "TransactionConfig",
     "Transactions",
+    "op_batch_interval",
 ]
 
 HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 CHECK_MAX_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"  # the spelling the broker really creates
 REMOVE_TAG = "d"  # TransactionalMessageUtil.REMOVETAG
+OFFSET_SEPARATOR = ","  # TransactionalMessageUtil.OFFSET_SEPARATOR (5.x op bodies)
+OP_MSG_MAX_SIZE = 4096  # BrokerConfig.transactionOpMsgMaxSize (5.x)
+#: BrokerConfig.transactionOpBatchInterval of 5.x (4.9.4 has no batching: 0).
+V5_OP_BATCH_INTERVAL_MS = 3000
 _TRANSACTION_BITS = TRANSACTION_ROLLBACK_TYPE  # 0xC: both transaction bits
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
 _HEADER = "org.apache.rocketmq.common.protocol.header.EndTransactionRequestHeader"
@@ -90,11 +104,14 @@ _FRESH_REMARK = "not set any response code"  # a response's remark until someone
 @dataclass(frozen=True)
 class TransactionConfig:
     """``transactionTimeOut``, ``transactionCheckInterval``, ``transactionCheckMax``
-    (BrokerConfig of 4.9.4, with its defaults)."""
+    (BrokerConfig of 4.9.4, with its defaults), and 5.x's ``transactionOpBatchInterval``
+    (``op_batch_interval_ms``; ``None``: as the broker's version does, 0 on 4.9.4 - each
+    op record written at once - and 3000 on 5.x)."""
 
     timeout_ms: int = 6_000
     interval_ms: int = 60_000
     check_max: int = 15
+    op_batch_interval_ms: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("timeout_ms", "interval_ms"):
@@ -102,6 +119,8 @@ class TransactionConfig:
                 raise ValueError(f"transaction {name} must be > 0, got {getattr(self, name)}")
         if self.check_max < 0:
             raise ValueError(f"transaction check_max must be >= 0, got {self.check_max}")
+        if self.op_batch_interval_ms is not None and self.op_batch_interval_ms < 0:
+            raise ValueError(f"op_batch_interval_ms must be >= 0, got {self.op_batch_interval_ms}")
 
 
 @dataclass
@@ -149,6 +168,12 @@ class ProducerChannels:
         return open_ones[next(self._turn) % len(open_ones)]
 
 
+@dataclass
+class _LostEnds:
+    uniq_key: str | None
+    left: int
+
+
 @dataclass(frozen=True)
 class _Half:
     message: StoredMessage
@@ -164,9 +189,15 @@ class Transactions:
         *,
         clock_ms: Callable[[], int],
         config: TransactionConfig,
+        op_batch_interval_ms: int = 0,
     ) -> None:
         self.store = store
         self.config = config
+        self.op_batch_interval_ms = op_batch_interval_ms
+        self._pending_ops: list[int] = []  # half-queue offsets ended, op not written yet
+        self._last_op_write: int | None = None  # the op context's; None: no context yet
+        self._next_op_wakeup = clock_ms() + op_batch_interval_ms
+        self._lost_ends: list[_LostEnds] = []
         self.producers = ProducerChannels()
         self._clock_ms = clock_ms
         self._halves: dict[int, _Half] = {}  # commit-log offset -> half message (and copies)
@@ -214,8 +245,26 @@ class Transactions:
 
     # -- END_TRANSACTION -----------------------------------------------------------------
 
+    def lose_end(self, uniq_key: str | None = None, count: int = 1) -> None:
+        """The next ``count`` END_TRANSACTIONs of message ``uniq_key`` (of any, when
+        ``None``) are lost before the broker reads them, as on a broken connection."""
+        self._lost_ends.append(_LostEnds(uniq_key, count))
+
+    def _is_lost(self, request: RemotingCommand) -> bool:
+        key = request.field("msgId")
+        rule = next((r for r in self._lost_ends if r.uniq_key in (None, key)), None)
+        if rule is None:
+            return False
+        rule.left -= 1
+        if rule.left <= 0:
+            self._lost_ends.remove(rule)
+        self.log.append(("lost end", key or "", 0))
+        return True
+
     def end(self, request: RemotingCommand) -> RemotingCommand | None:
         """The broker's answer (``None``: it sends none, as for state 0)."""
+        if self._is_lost(request):
+            return None
         if request.field("commitOrRollback") not in ("0", "8", "12"):
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=_STATE_WRONG)
         if request.field("commitOrRollback") == "0":
@@ -262,8 +311,36 @@ class Transactions:
         return self.store.append(topic, int(message.properties[REAL_QUEUE_ID]), [final])[0]
 
     def _remove(self, half: StoredMessage) -> None:
-        """The op record that marks ``half`` done (body: its half-queue offset)."""
-        body = str(half.queue_offset).encode()
+        """Mark ``half`` done: its op record now (4.9.4), or with the next batch (5.x)."""
+        if self.op_batch_interval_ms == 0:
+            self._write_op(str(half.queue_offset).encode(), [half.queue_offset])
+            return
+        if self._last_op_write is None:
+            self._last_op_write = self._clock_ms()
+        self._pending_ops.append(half.queue_offset)
+        size = sum(len(f"{o}{OFFSET_SEPARATOR}") for o in self._pending_ops)
+        if size >= OP_MSG_MAX_SIZE:
+            self._flush_ops()
+
+    def _op_batch_wakeup(self, now: int) -> None:
+        """``TransactionalOpBatchService``: every interval, write the ops waiting if the
+        last write is an interval old."""
+        if self.op_batch_interval_ms == 0 or now < self._next_op_wakeup:
+            return
+        self._next_op_wakeup = now + self.op_batch_interval_ms
+        last = self._last_op_write
+        if self._pending_ops and last is not None and now - last >= self.op_batch_interval_ms:
+            self._flush_ops()
+
+    def _flush_ops(self) -> None:
+        """``batchSendOpMessage``: one op message for every offset waiting."""
+        offsets, self._pending_ops = self._pending_ops, []
+        self._last_op_write = self._clock_ms()
+        body = "".join(f"{o}{OFFSET_SEPARATOR}" for o in offsets).encode()
+        self._write_op(body, offsets)
+
+    def _write_op(self, body: bytes, offsets: list[int]) -> None:
+        """The op record that marks the halves at ``offsets`` done."""
         props = {TAGS: REMOVE_TAG, WAIT: "true"}
         op = PendingMessage(
             body=body,
@@ -273,7 +350,7 @@ class Transactions:
             born_host=self.store.store_host,
         )
         self.store.append(OP_TOPIC, 0, [op])
-        self._done.add(half.queue_offset)
+        self._done.update(offsets)
 
     def open_keys(self) -> set[str]:
         """UNIQ_KEYs of the half messages still in doubt: the latest copy of each has no op
@@ -288,6 +365,7 @@ class Transactions:
     def tick(self) -> None:
         """Run a check round when one is due (the next one ``interval_ms`` after it)."""
         now = self._clock_ms()
+        self._op_batch_wakeup(now)
         if now < self._next_round:
             return
         self._next_round = now + self.config.interval_ms
@@ -367,6 +445,13 @@ class Transactions:
             ext_fields=fields,
             body=encode_record(pulled_record(shown)),
         )
+
+
+def op_batch_interval(config: TransactionConfig, broker_version: int) -> int:
+    """The op batching a broker of ``broker_version`` does, unless ``config`` sets it."""
+    if config.op_batch_interval_ms is not None:
+        return config.op_batch_interval_ms
+    return V5_OP_BATCH_INTERVAL_MS if broker_version >= V5_0_0 else 0
 
 
 def _wrong_end(half: StoredMessage, group: str, queue_offset: int) -> str | None:
