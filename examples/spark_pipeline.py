@@ -13,27 +13,43 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
-from producer.spark import latency_report, publish, register
+from producer.spark import latency_report, publish, register, render_report
 from producer.testing import DevClusterThread
 
 ORDERS, TOTALS = "Orders", "OrderTotals"
 
 
-def main(argv: list[str] | None = None) -> dict[str, object]:
+def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     spark = _session()
     try:
         with _cluster(args.namesrv) as namesrv:
-            return run(spark, namesrv, args.orders)
+            outcome = run(spark, namesrv, args.orders)
     finally:
         spark.stop()
+    ok, line = verdict(outcome, args.orders)
+    print(line)
+    return 0 if ok else 1
+
+
+def verdict(outcome: dict[str, object], orders: int) -> tuple[bool, str]:
+    """The last line: every order totalled exactly once, and the totals write's latency."""
+    totals: list[dict[str, int]] = outcome["totals"]  # type: ignore[assignment]
+    latency: dict[str, float] = outcome["latency"]  # type: ignore[assignment]
+    counted = sum(t["orders"] for t in totals)
+    customers = len({t["customer"] for t in totals})
+    ok = counted == orders and customers == len(totals)
+    return ok, (
+        f"{'OK' if ok else 'FAIL'}: {counted} of {orders} orders totalled once, for "
+        f"{customers} customers; the totals' write: p50 {latency['p50_ms']:.1f} ms, "
+        f"p99 {latency['p99_ms']:.1f} ms"
+    )
 
 
 def run(spark: SparkSession, namesrv: str, orders: int) -> dict[str, object]:
@@ -72,7 +88,7 @@ def run(spark: SparkSession, namesrv: str, orders: int) -> dict[str, object]:
         fail_on_error=True,
     )
     report = latency_report(results)
-    report.per_broker.show(truncate=False)
+    render_report(report)  # figures rounded for reading, tables whole when piped
 
     back = spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", TOTALS)
     written = [json.loads(r.body) for r in back.load().select("body").collect()]
@@ -82,7 +98,6 @@ def run(spark: SparkSession, namesrv: str, orders: int) -> dict[str, object]:
 
 
 def _session() -> SparkSession:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("rocketmq-pipeline")
@@ -112,4 +127,4 @@ def _parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

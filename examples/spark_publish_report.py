@@ -18,6 +18,7 @@ def main() -> None:
         SparkSession.builder.master("local[2]")
         .appName("rocketmq-example")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # no progress bars amid the tables
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .getOrCreate()

@@ -45,6 +45,7 @@ class AdaptiveRouter:
 
     @property
     def config(self) -> AdaptiveConfig:
+        """The tuning this router runs with."""
         return self._config
 
     def select_queue(self, snapshot: PublishSnapshot[Q], last_broker: str | None, now_ms: int) -> Q:
@@ -217,16 +218,19 @@ class AdaptiveRouter:
         return due
 
     def retain(self, broker_names: Iterable[str]) -> None:
+        """Forget every broker not in ``broker_names`` (the route no longer has it)."""
         keep = set(broker_names)
         for broker in [b for b in self._health if b not in keep]:
             del self._health[broker]
         self._cache_key = None
 
     def forget(self, broker: str) -> None:
+        """Drop what is known of ``broker``; it starts healthy again."""
         self._health.pop(broker, None)
         self._cache_key = None
 
     def state(self, broker: str, now_ms: int) -> BrokerState:
+        """``broker``'s state at ``now_ms`` (healthy if nothing is known of it)."""
         health = self._health.get(broker)
         return BrokerState.HEALTHY if health is None else health.state(now_ms)
 
@@ -235,9 +239,11 @@ class AdaptiveRouter:
         return self._health.get(broker)
 
     def is_available(self, broker: str, now_ms: int) -> bool:
+        """Whether ``broker`` may be sent to at ``now_ms`` (not banned)."""
         return self.state(broker, now_ms) is not BrokerState.BANNED
 
     def banned(self, now_ms: int) -> dict[str, int]:
+        """The brokers banned at ``now_ms``, each with the time its ban ends."""
         return {
             b: h.banned_until_ms
             for b, h in self._health.items()
@@ -246,6 +252,7 @@ class AdaptiveRouter:
 
     @property
     def ban_count(self) -> int:
+        """How many bans this router has imposed since it was made."""
         return self._bans
 
     def __repr__(self) -> str:

@@ -56,6 +56,7 @@ class OffRouter(_AnswersOnly):
     name = "off"
 
     def select_queue(self, snapshot: PublishSnapshot[Q], last_broker: str | None, now_ms: int) -> Q:
+        """Round-robin, skipping ``last_broker`` on a retry when another broker has a queue."""
         snapshot.require_queues()
         if last_broker is None:
             return snapshot.round_robin()
@@ -71,22 +72,28 @@ class OffRouter(_AnswersOnly):
         now_ms: int,
         reachable: bool = True,
     ) -> bool:
+        """Ignored (tracking is off); never bans."""
         return False
 
     def retain(self, broker_names: Iterable[str]) -> None:
+        """Nothing is tracked: nothing to do."""
         return None
 
     def forget(self, broker: str) -> None:
+        """Nothing is tracked: nothing to do."""
         return None
 
     def is_available(self, broker: str, now_ms: int) -> bool:
+        """Always True: with tracking off every broker is available."""
         return True
 
     def banned(self, now_ms: int) -> dict[str, int]:
+        """Always empty: this router bans nothing."""
         return {}
 
     @property
     def ban_count(self) -> int:
+        """Always 0."""
         return 0
 
     def __repr__(self) -> str:

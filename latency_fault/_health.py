@@ -19,6 +19,8 @@ _MAX_SPIKES_IN_A_ROW = 8
 
 
 class BrokerState(enum.Enum):
+    """A broker's state in the adaptive router: healthy, banned, or half-open (on trial)."""
+
     HEALTHY = "healthy"
     #: Failing: no traffic until the ban ends or a probe succeeds.
     BANNED = "banned"
@@ -106,9 +108,11 @@ class BrokerHealth:
     outstanding: deque[int] = field(default_factory=deque)
 
     def dispatched(self, now_ms: int) -> None:
+        """Note an attempt sent at ``now_ms`` (the oldest unanswered one ages the latency)."""
         self.outstanding.append(now_ms)
 
     def completed(self) -> None:
+        """An attempt ended (answered, failed or cancelled): the oldest one in flight is done."""
         if self.outstanding:
             self.outstanding.popleft()
 
@@ -123,6 +127,7 @@ class BrokerHealth:
         return latency
 
     def state(self, now_ms: int) -> BrokerState:
+        """Healthy until tripped; then banned until ``banned_until_ms``, half-open after."""
         if not self.tripped:
             return BrokerState.HEALTHY
         return BrokerState.BANNED if now_ms < self.banned_until_ms else BrokerState.HALF_OPEN
@@ -239,6 +244,7 @@ class BrokerHealth:
         return now_ms >= self.next_trial_ms
 
     def book_trial(self, now_ms: int, config: AdaptiveConfig) -> None:
+        """A half-open trial went out at ``now_ms``: no other until it ends or times out."""
         self.next_trial_ms = now_ms + config.trial_timeout_ms
 
     def is_probe_due(self, now_ms: int, config: AdaptiveConfig) -> bool:
@@ -252,9 +258,12 @@ class BrokerHealth:
         return self.last_weight < 1.0 and is_starved
 
     def book_probe(self, now_ms: int, config: AdaptiveConfig) -> None:
+        """A probe went out at ``now_ms``: the next is due one probe interval later."""
         self.next_probe_ms = now_ms + config.probe_interval_ms
 
     def describe(self, now_ms: int) -> str:
+        """A one-line summary for logs and ``repr``: state, latency, error rate, weight, in flight.
+        A one-line summary for logs and ``repr``: state, latency, error rate, weight, in flight."""
         latency = "?" if self.latency_ms is None else f"{self.latency_ms:.1f}ms"
         text = f"{self.state(now_ms).value} lat={latency} err={self.error_rate:.2f}"
         text += f" w={self.last_weight:.2f}"

@@ -18,11 +18,12 @@ class Router(Protocol):
     """What the producer calls. One router per producer, shared by all its topics."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The routing name, as ``routing=`` spells it (``ROUTER_NAMES``)."""
 
-    def select_queue(
-        self, snapshot: PublishSnapshot[Q], last_broker: str | None, now_ms: int
-    ) -> Q: ...
+    def select_queue(self, snapshot: PublishSnapshot[Q], last_broker: str | None, now_ms: int) -> Q:
+        """The queue for the next attempt; on a retry ``last_broker`` is the broker that just
+        failed."""
 
     def record(
         self,
@@ -32,24 +33,34 @@ class Router(Protocol):
         isolation: bool,
         now_ms: int,
         reachable: bool = True,
-    ) -> bool: ...
+    ) -> bool:
+        """Feed one outcome (a send or a probe): its latency, and whether the broker should be
+        isolated (failed). Returns whether this outcome banned the broker."""
 
-    def on_dispatch(self, broker: str, now_ms: int) -> None: ...
+    def on_dispatch(self, broker: str, now_ms: int) -> None:
+        """An attempt to ``broker`` was sent at ``now_ms``; paired with one :meth:`on_complete`."""
 
-    def on_complete(self, broker: str) -> None: ...
+    def on_complete(self, broker: str) -> None:
+        """An attempt to ``broker`` ended: answered, failed or cancelled."""
 
-    def due_probes(self, now_ms: int) -> list[str]: ...
+    def due_probes(self, now_ms: int) -> list[str]:
+        """Brokers to probe now (booked by the call: send what it returns)."""
 
-    def retain(self, broker_names: Iterable[str]) -> None: ...
+    def retain(self, broker_names: Iterable[str]) -> None:
+        """Keep state only for these brokers (the others left the routes)."""
 
-    def forget(self, broker: str) -> None: ...
+    def forget(self, broker: str) -> None:
+        """Drop all state of ``broker``."""
 
-    def is_available(self, broker: str, now_ms: int) -> bool: ...
+    def is_available(self, broker: str, now_ms: int) -> bool:
+        """Whether ``broker`` is not banned at ``now_ms``."""
 
-    def banned(self, now_ms: int) -> dict[str, int]: ...
+    def banned(self, now_ms: int) -> dict[str, int]:
+        """Brokers banned at ``now_ms``, with the time each ban ends."""
 
     @property
-    def ban_count(self) -> int: ...
+    def ban_count(self) -> int:
+        """Bans imposed since the router was made."""
 
 
 _FACTORIES: dict[str, Callable[[random.Random], Router]] = {

@@ -22,10 +22,12 @@ class QueueLike(Protocol):
     """Anything naming a broker and a queue id, such as the producer's `MessageQueue`."""
 
     @property
-    def broker_name(self) -> str: ...
+    def broker_name(self) -> str:
+        """The broker the queue lives on."""
 
     @property
-    def queue_id(self) -> int: ...
+    def queue_id(self) -> int:
+        """The queue's id on its broker."""
 
 
 Q = TypeVar("Q", bound=QueueLike)
@@ -62,6 +64,7 @@ class RoundRobinIndex:
 
     @property
     def value(self) -> int:
+        """The current value (the one :meth:`next` last returned)."""
         return self._value
 
     def __repr__(self) -> str:
@@ -89,6 +92,7 @@ class PublishSnapshot(Generic[Q]):
 
     @property
     def queues(self) -> tuple[Q, ...]:
+        """The topic's writable queues, in the producer's order."""
         return self._queues
 
     @property
@@ -98,9 +102,11 @@ class PublishSnapshot(Generic[Q]):
 
     @property
     def index(self) -> RoundRobinIndex:
+        """This snapshot's round-robin index."""
         return self._index
 
     def is_empty(self) -> bool:
+        """Whether the topic has no writable queue."""
         return not self._queues
 
     def require_queues(self) -> None:

@@ -29,6 +29,7 @@ class FaultItem:
 
     def is_available(self, now_ms: int) -> bool:
         # Java: `now - startTimestamp >= 0` (4.9), `now >= startTimestamp` (5.x).
+        """Whether the broker is out of its not-available window at ``now_ms``."""
         return now_ms >= self.start_timestamp
 
     def sort_key(self, now_ms: int) -> tuple[bool, float, int]:
@@ -47,6 +48,7 @@ class FaultTracker:
 
     @property
     def rule(self) -> WindowRule:
+        """How an update moves a broker's window (4.9 overwrites, 5.x only extends)."""
         return self._rule
 
     def update(
@@ -66,20 +68,25 @@ class FaultTracker:
         return was_available and not item.is_available(now_ms)
 
     def item(self, name: str) -> FaultItem | None:
+        """The fault item of ``name``, or None if it was never updated."""
         return self._items.get(name)
 
     def is_available(self, name: str, now_ms: int) -> bool:
+        """Java's ``isAvailable``: True for a broker without an item."""
         item = self._items.get(name)
         return item is None or item.is_available(now_ms)
 
     def is_reachable(self, name: str) -> bool:
+        """5.x's ``isReachable``: the last update's flag, True for a broker without an item."""
         item = self._items.get(name)
         return item is None or item.reachable
 
     def remove(self, name: str) -> None:
+        """Java's ``remove``: drop the item of ``name``."""
         self._items.pop(name, None)
 
     def retain(self, names: Iterable[str]) -> None:
+        """Drop the items of brokers not in ``names``."""
         keep = set(names)
         for name in [n for n in self._items if n not in keep]:
             del self._items[name]

@@ -62,6 +62,8 @@ _RUNS_ONCE = (
 
 
 class ProducerState(enum.Enum):
+    """A producer's life cycle: new -> running (``start``) -> closing -> closed (``close``)."""
+
     NEW = "new"
     RUNNING = "running"
     CLOSING = "closing"

@@ -128,19 +128,24 @@ class Producer(_OnLoopThread):
 
     @property
     def group(self) -> str:
+        """The producer group."""
         return self._producer.group
 
     def send(
         self, message: Message, *, timeout_ms: float | None = None, order_key: str | None = None
     ) -> SendResult:
+        """Blocking :meth:`producer.Producer.send`: send and wait for the broker's answer (with
+        the same retries); with ``order_key`` the key's queue, one attempt."""
         return self._call(self._producer.send(message, timeout_ms=timeout_ms, order_key=order_key))
 
     def send_batch(
         self, messages: Sequence[Message], *, timeout_ms: float | None = None
     ) -> SendResult:
+        """Blocking :meth:`producer.Producer.send_batch`: one request for messages of one topic."""
         return self._call(self._producer.send_batch(messages, timeout_ms=timeout_ms))
 
     def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:
+        """Blocking :meth:`producer.Producer.send_oneway`: one attempt, no answer, no retry."""
         self._call(self._producer.send_oneway(message, timeout_ms=timeout_ms))
 
     def send_async(
@@ -253,12 +258,15 @@ class TransactionProducer(Producer):
         return self._call(self._tx.end_half(half, state, None))
 
     def send_half(self, message: Message, *, timeout_ms: float | None = None) -> SendResult:
+        """Blocking :meth:`producer.TransactionProducer.send_half`: store a half message."""
         return self._call(self._tx.send_half(message, timeout_ms=timeout_ms))
 
     def commit(self, half: SendResult) -> TransactionResult:
+        """Blocking :meth:`producer.TransactionProducer.commit`: make the half message visible."""
         return self._call(self._tx.commit(half))
 
     def rollback(self, half: SendResult) -> TransactionResult:
+        """Blocking :meth:`producer.TransactionProducer.rollback`: drop the half message."""
         return self._call(self._tx.rollback(half))
 
 
@@ -283,33 +291,43 @@ class PullConsumer(_OnLoopThread):
         self._live_on_loop(self._consumer)
 
     def queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's readable queues, fresh from a name server."""
         return self._call(self._consumer.queues(topic))
 
     def assign(
         self, queues: Iterable[MessageQueue], expression: str = "*", *, sql: str | None = None
     ) -> None:
+        """Pull exactly these queues from now on; ``expression`` filters by tag (``*``:
+        all), ``sql`` by properties (SQL92)."""
         self._consumer.assign(list(queues), expression, sql=sql)  # no I/O: safe from any thread
 
     def seek(self, queue: MessageQueue, offset: int) -> None:
+        """Pull ``queue`` from ``offset`` next."""
         self._consumer.seek(queue, offset)
 
     def seek_to_beginning(self, *queues: MessageQueue) -> None:
+        """To each queue's first stored offset (all assigned queues by default)."""
         self._call(self._consumer.seek_to_beginning(*queues))
 
     def seek_to_end(self, *queues: MessageQueue) -> None:
+        """Past each queue's last message (all assigned by default): only new messages come."""
         self._call(self._consumer.seek_to_end(*queues))
 
     def position(self, queue: MessageQueue) -> int:
+        """The offset the next pull of ``queue`` starts at."""
         return self._call(self._consumer.position(queue))
 
     def getmany(
         self, *queues: MessageQueue, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[MessageQueue, list[ReceivedMessage]]:
+        """Blocking :meth:`producer.consumer.PullConsumer.getmany`: one pull of each queue;
+        when none has anything, the broker holds the pulls up to ``timeout_ms``."""
         return self._call(
             self._consumer.getmany(*queues, timeout_ms=timeout_ms, max_records=max_records)
         )
 
     def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
+        """Commit ``offsets`` (default: every known position) for the group."""
         self._call(self._consumer.commit(offsets))
 
     def submit(

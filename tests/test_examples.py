@@ -48,6 +48,7 @@ def test_the_example_runs(example: Path, tmp_path: Path) -> None:
         command(example), cwd=ROOT, env=env, capture_output=True, text=True, timeout=170
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "[Stage" not in done.stdout + done.stderr  # Spark's progress bars amid the output
     if not example.name.startswith("test_"):
         assert done.stdout.splitlines()[-1].startswith("OK"), done.stdout[-2000:]
 

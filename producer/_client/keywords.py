@@ -3,7 +3,6 @@ the nearest name the constructor takes, as an :class:`InvalidOptionError`."""
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
@@ -17,9 +16,7 @@ R = TypeVar("R")
 
 def unknown_option(owner: str, name: str, known: Iterable[str]) -> InvalidOptionError:
     """The error for an option ``owner`` does not take, naming the closest one it does."""
-    nearest = difflib.get_close_matches(name, list(known), n=1)
-    hint = f": did you mean {nearest[0]!r}?" if nearest else ""
-    return InvalidOptionError(f"{owner}() got an unknown option {name!r}{hint}")
+    return InvalidOptionError.unknown(f"{owner}()", name, known)
 
 
 def known_keywords(init: Callable[P, R]) -> Callable[P, R]:

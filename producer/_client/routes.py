@@ -198,7 +198,7 @@ class RouteTable:
                 raise NoRouteError(
                     topic,
                     self.namesrv_addrs,
-                    f"{addr} answered {exc.remark or 'TOPIC_NOT_EXIST'}. {_CREATE_HINT}",
+                    f"{addr} answered {_sentence(exc.remark or 'TOPIC_NOT_EXIST')}. {_CREATE_HINT}",
                     code=exc.code,
                 ) from exc
             except ProducerError as exc:
@@ -228,6 +228,12 @@ _CREATE_HINT = (
     "real cluster, `DevCluster(topics={...})` or the pytest fixture's `topics=` in tests, "
     "or `python -m producer cluster --topic NAME:QUEUES`."
 )
+
+
+def _sentence(remark: str) -> str:
+    """A broker's remark as one line with no end stop (a 4.9 name server's ends with
+    ``\nSee http://rocketmq.apache.org/docs/faq/ for further details.``)."""
+    return " ".join(remark.split()).rstrip(".")
 
 
 def _lookup_timeout(topic: str, last_error: ProducerError | None) -> SendTimeout:

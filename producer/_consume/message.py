@@ -107,6 +107,7 @@ class ReceivedMessage:
 
     @property
     def properties(self) -> Mapping[str, str]:
+        """The message's properties (user and system), decoded on first use."""
         props = self._properties
         if isinstance(props, str):
             props = self._properties = decode_properties(props)
@@ -114,12 +115,14 @@ class ReceivedMessage:
 
     @property
     def msg_id(self) -> str:
+        """The producer's id (``UNIQ_KEY``), else the offset message id, as Java's ``getMsgId``."""
         if not self._msg_id:
             self._msg_id = self.properties.get(UNIQ_KEY) or self.offset_msg_id
         return self._msg_id
 
     @property
     def offset_msg_id(self) -> str:
+        """The broker's id of this stored copy: store host, port and commit-log offset."""
         if not self._offset_msg_id:
             host, _, port = self.store_host.rpartition(":")
             self._offset_msg_id = make_offset_msg_id(
@@ -129,10 +132,12 @@ class ReceivedMessage:
 
     @property
     def tags(self) -> str | None:
+        """The message's tag (``TAGS``), or None."""
         return self.properties.get(TAGS)
 
     @property
     def keys(self) -> list[str]:
+        """The message's keys (``KEYS``, split on spaces)."""
         return split_keys(self.properties.get(KEYS, ""))
 
     @property

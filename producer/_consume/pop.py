@@ -69,14 +69,17 @@ class PoppedMessage(ReceivedMessage):
 
     @property
     def receipt_handle(self) -> str:
+        """The current receipt handle (``extraInfo``): the one an ack must carry."""
         return str(self.receipt.handle)
 
     @property
     def invisible_until_ms(self) -> float:
+        """When the message becomes visible again unless acked (this client's clock, ms)."""
         return self.receipt.deadline_ms
 
     @property
     def is_acked(self) -> bool:
+        """Whether an ack for it was answered."""
         return self.receipt.state is ReceiptState.ACKED
 
 

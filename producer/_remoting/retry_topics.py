@@ -26,10 +26,12 @@ VERSION_HONOURS_MAX_RECONSUME = 121
 
 
 def retry_topic(group: str) -> str:
+    """The retry topic of a consumer group: ``%RETRY%<group>``."""
     return RETRY_PREFIX + group
 
 
 def dlq_topic(group: str) -> str:
+    """The dead-letter topic of a consumer group: ``%DLQ%<group>``."""
     return DLQ_PREFIX + group
 
 

@@ -94,6 +94,7 @@ class PubRecord:
     success: bool
 
     def fields(self) -> list[object]:
+        """The record's fields in the Java client's order (``TraceDataEncoder``), type first."""
         return [
             "Pub", self.timestamp, self.region_id, self.group, self.topic, self.msg_id,
             self.tags, self.keys, self.store_host, self.body_length, self.cost_ms,
@@ -114,6 +115,7 @@ class SubBeforeRecord:
     keys: str | None
 
     def fields(self) -> list[object]:
+        """The record's fields in the Java client's order (``TraceDataEncoder``), type first."""
         return [
             "SubBefore", self.timestamp, self.region_id, self.group, self.request_id,
             self.msg_id, self.retry_times, self.keys,
@@ -134,6 +136,7 @@ class SubAfterRecord:
     group: str
 
     def fields(self) -> list[object]:
+        """The record's fields in the Java client's order (``TraceDataEncoder``), type first."""
         return [
             "SubAfter", self.request_id, self.msg_id, self.cost_ms, self.success,
             self.keys, self.context_code, self.timestamp, self.group,

@@ -87,9 +87,11 @@ class SendFuture:
         self._done_callbacks: list[tuple[DoneCallback, contextvars.Context]] | None = None
 
     def done(self) -> bool:
+        """Whether the send has ended (a result or an error) or the wait was cancelled."""
         return self._done
 
     def cancelled(self) -> bool:
+        """Whether :meth:`cancel` stopped the wait (the send itself went on)."""
         return self._cancelled
 
     def result(self) -> SendResult:
@@ -104,6 +106,7 @@ class SendFuture:
         return self._result
 
     def exception(self) -> ProducerError | None:
+        """The send's error, None if it succeeded; raises LocalProtocolError if not done yet."""
         if not self.done():
             raise LocalProtocolError("send_async exception requested before the send finished")
         if self._cancelled:
@@ -132,6 +135,7 @@ class SendFuture:
             self._done_callbacks.append(entry)
 
     def remove_done_callback(self, fn: DoneCallback) -> int:
+        """Remove every registration of ``fn``; returns how many were removed."""
         callbacks = self._done_callbacks or []
         kept = [entry for entry in callbacks if entry[0] != fn]
         self._done_callbacks = kept or None
@@ -147,6 +151,7 @@ class SendFuture:
         return True
 
     async def wait(self) -> SendResult:
+        """Wait for the send to end; returns its result or raises its error."""
         if not self._done:
             await self.settled()
         return self.result()
@@ -170,6 +175,8 @@ class SendFuture:
     # -- completion (the producer's side) ----------------------------------------------
 
     def set_result(self, result: SendResult) -> None:
+        """The producer's side: settle with ``result`` (the first settlement wins) and run
+        ``on_success``."""
         if self._result is not None or self._error is not None:
             return
         self._result = result
@@ -179,6 +186,8 @@ class SendFuture:
             _run_callback(self._on_success, result)
 
     def set_error(self, error: ProducerError) -> None:
+        """The producer's side: settle with ``error`` (the first settlement wins), name this
+        send's id on it and run ``on_exception``."""
         if self._result is not None or self._error is not None:
             return
         if self.msg_id:  # this caller's own id, also for a member of a transparent batch

@@ -19,7 +19,8 @@ from producer.errors import InvalidOptionError
 
 Routing = Literal["off", "classic_4_9", "classic_5", "adaptive"]
 DEFAULT_ROUTING: Routing = "adaptive"
-CompressType = Literal["zlib", "lz4", "zstd"]
+# Java's CompressionType names (LZ4, ZSTD, ZLIB) are taken too, in any case.
+CompressType = Literal["zlib", "lz4", "zstd", "ZLIB", "LZ4", "ZSTD"]
 _CODECS: dict[str, Codec] = {"zlib": Codec.ZLIB, "lz4": Codec.LZ4, "zstd": Codec.ZSTD}
 # The levels each library takes (Java's Deflater -1..9; zstd 1..22; LZ4 has none).
 _LEVELS: dict[Codec, range] = {
@@ -80,10 +81,13 @@ class ProducerOptions:
                 raise InvalidOptionError(f"{name} must be an int >= 0, got {value!r}")
         if self.compress_over < 0:
             raise InvalidOptionError(f"compress_over must be >= 0, got {self.compress_over!r}")
+        if isinstance(self.compress_type, str):  # one spelling kept: Java's is upper case
+            object.__setattr__(self, "compress_type", self.compress_type.lower())
         codec = _CODECS.get(self.compress_type)
         if codec is None:
             raise InvalidOptionError(
-                f"compress_type must be one of {sorted(_CODECS)}, got {self.compress_type!r}"
+                f"compress_type must be one of {sorted(_CODECS)} (any case), "
+                f"got {self.compress_type!r}"
             )
         level = self.compress_level
         if isinstance(level, bool) or not isinstance(level, int) or level not in _LEVELS[codec]:

@@ -32,4 +32,5 @@ class SendResult(msgspec.Struct, frozen=True):
 
     @property
     def msg_ids(self) -> list[str]:
+        """Each message's id: one for a send, one per message for ``send_batch``."""
         return self.msg_id.split(",")

@@ -74,6 +74,7 @@ class TransactionResult:
 
     @property
     def msg_id(self) -> str:
+        """The half message's id (``UNIQ_KEY``)."""
         return self.send_result.msg_id
 
     @property
@@ -171,6 +172,7 @@ class TransactionProducer(AsyncLifecycle):
 
     @property
     def group(self) -> str:
+        """The producer group (the brokers' checks go to a member of it)."""
         return self.producer.group
 
     def __repr__(self) -> str:
@@ -182,6 +184,8 @@ class TransactionProducer(AsyncLifecycle):
     # -- life cycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Start the producer and the check listener, and announce the ``topics`` so brokers
+        know whom to check. ``async with`` calls it."""
         await self.producer.start()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
@@ -234,6 +238,13 @@ class TransactionProducer(AsyncLifecycle):
             self._executing.leave()
         remark = None if error is None else EXECUTE_FAILED_REMARK + describe(error)
         return await self._end(sent, state, execute_error=error, remark=remark)
+
+    async def send(
+        self, message: Message, *, timeout_ms: float | None = None, order_key: str | None = None
+    ) -> SendResult:
+        """An ordinary (not transactional) send, as Java's ``TransactionMQProducer.send``:
+        :meth:`producer.Producer.send` of the wrapped producer."""
+        return await self.producer.send(message, timeout_ms=timeout_ms, order_key=order_key)
 
     # -- two steps -----------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from producer.cli.common import EXIT_USAGE
 from producer.errors import InvalidOptionError
-from producer.testing import DEFAULT_DELAY_LEVELS, DevCluster, parse_topics
+from producer.testing import BROKER_VERSIONS, DEFAULT_DELAY_LEVELS, DevCluster, parse_topics
 
 __all__ = ["add_cluster_arguments", "run_cluster", "run_cluster_cli"]
 
@@ -49,6 +49,13 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for fault draws")
     parser.add_argument(
+        "--broker-version",
+        choices=sorted(BROKER_VERSIONS),
+        default="4.9.4",
+        help="the broker version to play (default 4.9.4); 5.x adds timed delivery "
+        "(delay_ms / deliver_at_ms), pop consumption and 5.x response codes",
+    )
+    parser.add_argument(
         "--delay-levels",
         default=DEFAULT_DELAY_LEVELS,
         metavar="LEVELS",
@@ -68,12 +75,6 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         "--pull-sink",
         action="store_true",
         help="created topics hold an endless backlog pulled from a pre-built commit log",
-    )
-    parser.add_argument(
-        "--broker-version",
-        choices=("4.9.4", "5.x"),
-        default="4.9.4",
-        help="play a 4.9.4 broker (default) or a 5.x one (timed delivery, pop)",
     )
     parser.add_argument("--json", action="store_true", help="print the addresses as JSON")
     parser.add_argument(
@@ -109,6 +110,7 @@ def _announce(cluster: DevCluster, *, as_json: bool, out: TextIO) -> None:
             "brokers": brokers,
             "http": cluster.http_url,
             "delay_levels_ms": list(cluster.delay_levels.delays_ms),
+            "broker_version": cluster.broker_version,
         }
         print(json.dumps(info), file=out, flush=True)
         return

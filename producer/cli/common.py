@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import signal
 import sys
 import textwrap
@@ -38,19 +39,35 @@ MAX_LINE = 99  # every command's output fits a 100-column screen
 
 def wrapped(text: str, width: int = MAX_LINE) -> str:
     """Each line of ``text`` broken at word boundaries into lines of at most ``width`` (a
-    word longer than that stays whole), continuations indented two more than their line."""
+    word longer than that stays whole), continuations indented two more than their line.
+    A value is never parted from its label, nor a unit from its value: ``failed 0``,
+    ``retries/msg 0.000`` and ``5.1 ms`` stay on one line."""
     return "\n".join(_wrap_line(line, width) for line in text.split("\n"))
+
+
+# A number (1, 0.000, 33.1%, 8.68x, "-" for none; a closing bracket or stop may follow) or a
+# unit after one.
+_VALUE = re.compile(r"^(?:-|-?[\d.,]+%?x?|ms|msg/s|s)[),;:]*$")
+_GLUE = "\x00"  # no command prints it; textwrap does not break at it
 
 
 def _wrap_line(line: str, width: int) -> str:
     indent = line[: len(line) - len(line.lstrip(" "))]
-    return textwrap.fill(
-        line,
+    words = line[len(indent) :].split(" ")
+    glued: list[str] = []
+    for word in words:
+        if glued and glued[-1] and _VALUE.match(word):
+            glued[-1] += _GLUE + word
+        else:
+            glued.append(word)
+    filled = textwrap.fill(
+        indent + " ".join(glued),
         width=width,
         subsequent_indent=indent + "  ",
         break_long_words=False,
         break_on_hyphens=False,
     )
+    return filled.replace(_GLUE, " ")
 
 
 def fmt_ms(value: float | None) -> str:

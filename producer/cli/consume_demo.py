@@ -105,11 +105,9 @@ async def run_consume_demo(args: argparse.Namespace, out: TextIO) -> int:
                 consumer,
                 listener,
                 out,
-                lambda: (
-                    len(listener.succeeded) + len(cluster.messages(dlq_topic(GROUP))) >= len(ids)
-                ),
+                lambda: len(listener.succeeded) + _dead_letters(cluster)[0] >= len(ids),
             )
-            dead = len(cluster.messages(dlq_topic(GROUP)))
+            dead, _ = _dead_letters(cluster)
             print(
                 f"{dead} order(s) in %DLQ%{GROUP}; deploying the fix and re-driving them", file=out
             )
@@ -143,19 +141,31 @@ async def _redrive(namesrv: str, out: TextIO) -> None:
 async def _watch(
     cluster: DevCluster, consumer: PushConsumer, listener: Listener, out: TextIO, finished: object
 ) -> None:
+    """A line of counters each tick until ``finished()``, and one for the state that ended it."""
     started = time.monotonic()
     with anyio.fail_after(120):
         while not finished():  # type: ignore[operator]
             await anyio.sleep(TICK_S)
-            backlog = sum(sum(cluster.delay_backlog(b).values()) for b in cluster.broker_names)
-            stats = consumer.stats
-            print(
-                f"t={time.monotonic() - started:5.1f}s consumed={len(listener.succeeded):>6} "
-                f"failed={listener.failures:>5} sent_back={stats['sent_back']:>5} "
-                f"delayed={backlog:>4} dlq={len(cluster.messages(dlq_topic(GROUP))):>3} "
-                f"lag={stats['lag']:>5}",
-                file=out,
-            )
+            print(_tick(cluster, consumer, listener, time.monotonic() - started), file=out)
+    print(_tick(cluster, consumer, listener, time.monotonic() - started), file=out)
+
+
+def _tick(cluster: DevCluster, consumer: PushConsumer, listener: Listener, seconds: float) -> str:
+    backlog = sum(sum(cluster.delay_backlog(b).values()) for b in cluster.broker_names)
+    stats = consumer.stats
+    letters, redriven = _dead_letters(cluster)
+    return (
+        f"t={seconds:5.1f}s consumed={len(listener.succeeded):>6} "
+        f"failed={listener.failures:>5} sent_back={stats['sent_back']:>5} "
+        f"delayed={backlog:>4} dlq={letters:>3} redriven={redriven:>3} lag={stats['lag']:>5}"
+    )
+
+
+def _dead_letters(cluster: DevCluster) -> tuple[int, int]:
+    """``(letters, re-driven)`` in the group's DLQ: a re-drive's marks are not letters."""
+    stored = cluster.messages(dlq_topic(GROUP))
+    marks = sum(1 for m in stored if DeadLetterQueue.is_redrive_mark(m.properties))
+    return len(stored) - marks, marks
 
 
 def _verdict(ids: list[str], listener: Listener, out: TextIO) -> int:

@@ -223,7 +223,7 @@ async def run_demo(
     console.print(phase_table(stats, ctx, run.spans))
     lines = verdict_lines(verdict)
     healthy, brown_out = (stats.phase(phase.name) for phase in build_timeline(args.duration_s)[:2])
-    lines.insert(1, brown_out_line(healthy, brown_out, "broker-b"))
+    lines.insert(1, brown_out_line(healthy, brown_out, "broker-b", BROWN_OUT_MS))
     if stop.is_set():
         lines.insert(0, f"interrupted after {run.now_ms() / 1000:.1f} s: the summary so far")
     for line in lines:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import ssl as ssl_module
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,10 +65,12 @@ class DeadLetter:
 
     @property
     def redriven(self) -> bool:
+        """Whether this letter was sent back to its topic already."""
         return self.redriven_at_ms is not None
 
     @property
     def msg_id(self) -> str:
+        """The dead message's id."""
         return self.message.msg_id
 
     def redrive_message(self) -> Message:
@@ -127,9 +129,16 @@ class DeadLetterQueue(AsyncLifecycle):
         self._pool, self._api = await open_api(runtime, self._who, clock, self._rng)
 
     async def aclose(self) -> None:
+        """Close the connections; ``async with`` calls it."""
         if self._pool is not None:
             await self._pool.__aexit__(None, None, None)
         self._pool = self._api = None
+
+    @staticmethod
+    def is_redrive_mark(properties: Mapping[str, str]) -> bool:
+        """Whether a record of the dead-letter queue (by its properties) is the mark a
+        re-drive leaves, not a dead letter: count letters without these."""
+        return REDRIVEN_MSG_ID in properties
 
     async def read(self, limit: int | None = None) -> list[DeadLetter]:
         """Every message of the dead-letter queue (oldest first per queue), up to ``limit``,
@@ -146,12 +155,12 @@ class DeadLetterQueue(AsyncLifecycle):
         marks = {
             m.properties[REDRIVEN_MSG_ID]: int(m.properties.get(REDRIVEN_AT_MS, "0"))
             for m in records
-            if REDRIVEN_MSG_ID in m.properties
+            if self.is_redrive_mark(m.properties)
         }
         letters = [
             DeadLetter(m, m.properties.get(RETRY_TOPIC), marks.get(m.msg_id))
             for m in records
-            if REDRIVEN_MSG_ID not in m.properties
+            if not self.is_redrive_mark(m.properties)
         ]
         return letters if limit is None else letters[:limit]
 

@@ -83,7 +83,28 @@ class ListenerCall:
         self._limiter = anyio.CapacityLimiter(max_concurrency)
         self._guard = guard
         self.duplicates = 0  # re-deliveries the guard kept from the listener
+        self.not_a_status = 0  # calls that returned no ConsumeStatus (docs/consuming.md 2.12)
         self.call_s = 0.0  # a call's mean duration in the last run (0: none timed yet)
+
+    def _verdict(self, result: object) -> Verdict:
+        """A listener's return value as a verdict (one made per status: most calls
+        succeed). Anything else - ``None`` from a forgotten ``return`` - is RECONSUME_LATER,
+        as Java's null is: nothing is acknowledged by accident. The first one is an ERROR
+        naming the fix, the rest DEBUG (docs/consuming.md 2.12)."""
+        if isinstance(result, ConsumeStatus):
+            return _VERDICTS[result]
+        self.not_a_status += 1
+        if self.not_a_status == 1:
+            log.error(
+                "the listener returned %r, not a ConsumeStatus: the messages will be "
+                "consumed again (RECONSUME_LATER, as Java treats null). End the listener "
+                "with `return ConsumeStatus.SUCCESS`, and raise (or return "
+                "ConsumeStatus.RECONSUME_LATER) to retry. Said once; the rest are DEBUG.",
+                result,
+            )
+        else:
+            log.debug("listener returned %r: RECONSUME_LATER", result)
+        return _RETRY
 
     def split(
         self, batch: list[ReceivedMessage], now_ms: float
@@ -187,7 +208,7 @@ class ListenerCall:
         try:
             yielded = coroutine.send(None)
         except StopIteration as stop:
-            verdict = _verdict(stop.value)
+            verdict = self._verdict(stop.value)
         except Exception as exc:
             log.exception("listener raised on %d message(s)", len(batch))
             verdict = Verdict(ConsumeStatus.RECONSUME_LATER, exc)
@@ -206,7 +227,7 @@ class ListenerCall:
     ) -> Verdict:
         started = time.perf_counter()  # the first step's few microseconds are not counted
         try:
-            verdict = _verdict(await _resumed(coroutine, yielded))
+            verdict = self._verdict(await _resumed(coroutine, yielded))
         except Exception as exc:
             log.exception("listener raised on %d message(s)", len(batch))
             verdict = Verdict(ConsumeStatus.RECONSUME_LATER, exc)
@@ -269,7 +290,7 @@ class ListenerCall:
         except Exception as exc:
             log.exception("listener raised on %d message(s)", len(batch))
             return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
-        return _verdict(result)
+        return self._verdict(result)
 
     async def _run(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
         refused = _refuse_undecodable(batch, context)
@@ -284,7 +305,7 @@ class ListenerCall:
         except Exception as exc:
             log.exception("listener raised on %d message(s)", len(batch))
             return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
-        return _verdict(result)
+        return self._verdict(result)
 
 
 def _refuse_undecodable(batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict | None:
@@ -300,15 +321,8 @@ def _refuse_undecodable(batch: list[ReceivedMessage], context: ConsumeContext) -
     return None
 
 
-def _verdict(result: object) -> Verdict:
-    """A listener's return value as a verdict (one made per status: most calls succeed)."""
-    if isinstance(result, ConsumeStatus):
-        return _VERDICTS[result]
-    log.warning("listener returned %r, not a ConsumeStatus: treated as RECONSUME_LATER", result)
-    return Verdict(ConsumeStatus.RECONSUME_LATER)
-
-
 _VERDICTS = {status: Verdict(status) for status in ConsumeStatus}
+_RETRY = _VERDICTS[ConsumeStatus.RECONSUME_LATER]
 
 
 @types.coroutine

@@ -13,11 +13,12 @@ from producer.errors import InvalidOptionError
 
 __all__ = ["ConsumerOptions"]
 
-_CONSUME_FROM = {
-    "last": ConsumeFromWhere.LAST_OFFSET,
-    "first": ConsumeFromWhere.FIRST_OFFSET,
-    "timestamp": ConsumeFromWhere.TIMESTAMP,
-}
+#: Where a consumer with no committed offset starts: one setting, two vocabularies taken
+#: alike by PushConsumer(consume_from=) and PullConsumer(auto_offset_reset=) - Kafka's
+#: and Spark's "earliest"/"latest", and Java's CONSUME_FROM_FIRST/LAST_OFFSET.
+START_WORDS = {"earliest": "earliest", "first": "earliest", "latest": "latest", "last": "latest"}
+START_WORDS_HELP = "'earliest' (or 'first'), 'latest' (or 'last')"
+_CONSUME_FROM = {"latest": ConsumeFromWhere.LAST_OFFSET, "earliest": ConsumeFromWhere.FIRST_OFFSET}
 ORDERLY_MAX_RECONSUME_TIMES = 2**31 - 1  # Java's default for orderly: retry for ever
 _MODELS = {"clustering": MessageModel.CLUSTERING, "broadcasting": MessageModel.BROADCASTING}
 
@@ -55,8 +56,8 @@ class ConsumerOptions:
         cls, *, model: str = "clustering", consume_from: str | int = "last", **values: object
     ) -> ConsumerOptions:
         """Options from user-facing values: ``model`` is ``"clustering"`` or
-        ``"broadcasting"``; ``consume_from`` is ``"last"``, ``"first"`` or a wall-clock
-        timestamp in ms."""
+        ``"broadcasting"``; ``consume_from`` is ``"latest"`` (or ``"last"``), ``"earliest"``
+        (or ``"first"``) or a wall-clock timestamp in ms."""
         chosen_model = _MODELS.get(model)
         if chosen_model is None:
             raise InvalidOptionError(
@@ -65,14 +66,14 @@ class ConsumerOptions:
             )
         timestamp: int | None = None
         if isinstance(consume_from, bool) or not isinstance(consume_from, (str, int)):
-            raise InvalidOptionError(f"consume_from={consume_from!r}: 'last', 'first' or ms")
+            raise InvalidOptionError(f"consume_from={consume_from!r}: {START_WORDS_HELP} or ms")
         if isinstance(consume_from, int):
             where, timestamp = ConsumeFromWhere.TIMESTAMP, consume_from
-        elif consume_from in ("last", "first"):
-            where = _CONSUME_FROM[consume_from]
+        elif consume_from in START_WORDS:
+            where = _CONSUME_FROM[START_WORDS[consume_from]]
         else:
             raise InvalidOptionError(
-                f"consume_from={consume_from!r}: 'last', 'first', or a timestamp in ms"
+                f"consume_from={consume_from!r}: {START_WORDS_HELP}, or a timestamp in ms"
             )
         flow = FlowLimits(
             max_messages=_positive(values.pop("max_cached_messages", 1000), "max_cached_messages"),

@@ -116,11 +116,13 @@ class PopConsumer(AsyncLifecycle):
         return f"PopConsumer({self.group!r}, cached={self._cached}, {self.stats})"
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume ``topic``'s messages whose tag is in ``expression`` (``*``: all)."""
         if self._tg is not None:
             raise LocalProtocolError("subscribe() before start()")
         self.pop.subscribe(topic, expression)
 
     async def start(self) -> None:
+        """Check the brokers can pop (5.x), then pop and consume until :meth:`aclose`."""
         if not self.pop.subscriptions():
             raise InvalidOptionError("nothing subscribed: call subscribe(topic) before start()")
         await self.pop.start()

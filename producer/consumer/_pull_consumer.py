@@ -36,15 +36,17 @@ from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
+from producer.consumer._options import START_WORDS, START_WORDS_HELP
 from producer.consumer._pull_buffer import PullBuffer
 from producer.consumer._pull_heartbeat import PullHeartbeat, serve_broker_requests
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
 from producer.consumer._sql_filters import check_in_broker, subscription_for
+from producer.consumer._subscribe_checks import check_tag_expression
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 __all__ = ["PullConsumer"]
 
-OffsetReset = Literal["earliest", "latest"]
+OffsetReset = Literal["earliest", "latest", "first", "last"]
 _T = TypeVar("_T")
 MAX_PULL_MESSAGES = 32  # a 4.9.4 broker sends at most this many per pull (in memory)
 ITER_POLL_MS = 1000  # how long ``async for`` long-polls before pulling again
@@ -64,7 +66,8 @@ class PullConsumer(AsyncLifecycle):
     A queue without a position starts at the group's committed offset, or else - the
     group never committed on it, told apart from a committed 0 even on a 4.x broker - at
     ``auto_offset_reset`` (``"latest"``, Java's default: its end; ``"earliest"``: its
-    first stored message). :meth:`commit` stores the offset after the last message
+    first stored message; ``"last"`` and ``"first"``, PushConsumer's words, are the same).
+    :meth:`commit` stores the offset after the last message
     handed out of each queue, never one only pulled into the buffer. An offset the
     queue no longer has moves to the broker's suggestion (logged), or raises
     :class:`~producer.errors.OffsetOutOfRangeError` with ``offset_out_of_range="raise"``.
@@ -89,12 +92,15 @@ class PullConsumer(AsyncLifecycle):
         check_group(group)
         self.namespace = check_namespace(namespace)
         group = wrap(namespace, group)  # topics too: queues() and assign() translate
-        _check_choice("auto_offset_reset", auto_offset_reset, ("earliest", "latest"))
+        if auto_offset_reset not in START_WORDS:
+            raise InvalidOptionError(
+                f"auto_offset_reset must be {START_WORDS_HELP}, got {auto_offset_reset!r}"
+            )
         _check_choice("offset_out_of_range", offset_out_of_range, ("reset", "raise"))
         if isinstance(max_pull_messages, bool) or not 1 <= max_pull_messages <= 1024:
             raise InvalidOptionError(f"max_pull_messages must be 1..1024, got {max_pull_messages}")
         self.group = group
-        self.auto_offset_reset = auto_offset_reset
+        self.auto_offset_reset = START_WORDS[auto_offset_reset]
         self._raise_out_of_range = offset_out_of_range == "raise"
         self._max_pull = max_pull_messages
         self._request_timeout_ms = request_timeout_ms
@@ -166,9 +172,11 @@ class PullConsumer(AsyncLifecycle):
         self, queues: Iterable[MessageQueue], expression: str = "*", *, sql: str | None = None
     ) -> None:
         """Pull exactly these queues from now on, keeping the positions of those already
-        held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics, or
+        held; ``expression`` (``"TagA || TagB"``, ``*`` for all) filters their topics (one
+        that cannot be tags, such as ``"a > 5"``, raises InvalidOptionError), or
         ``sql="a > 5 AND b = 'x'"`` by properties (checked with a broker before the
         first pull of the topic, as a push consumer's start does)."""
+        check_tag_expression(expression, "assign")
         chosen = list(dict.fromkeys(map(self._wire, queues)))
         for topic in {q.topic for q in chosen}:
             self._subscriptions[topic] = subscription_for(topic, expression, sql)
@@ -178,6 +186,7 @@ class PullConsumer(AsyncLifecycle):
         self._want_heartbeat()
 
     def assignment(self) -> list[MessageQueue]:
+        """The queues this consumer pulls."""
         return [self._user(q) for q in self._positions]
 
     # -- positions -----------------------------------------------------------------------
@@ -219,11 +228,13 @@ class PullConsumer(AsyncLifecycle):
         return found
 
     async def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's first stored offset (GET_MIN_OFFSET)."""
         wire = [self._wire(q) for q in queues]
         api = await self._routed(wire)
         return {self._user(q): await api.min_offset(q) for q in wire}
 
     async def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's offset past its last message (GET_MAX_OFFSET)."""
         wire = [self._wire(q) for q in queues]
         api = await self._routed(wire)
         return {self._user(q): await api.max_offset(q) for q in wire}

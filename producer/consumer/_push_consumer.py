@@ -49,8 +49,10 @@ from producer.consumer._options import DEFAULT_OPTIONS as _C
 from producer.consumer._options import TUNING, ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
+from producer.consumer._route_watch import RouteWatch
 from producer.consumer._running import Running, start_running
 from producer.consumer._sql_filters import check_in_broker, subscription_for
+from producer.consumer._subscribe_checks import check_subscription
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -137,6 +139,7 @@ class PushConsumer(AsyncLifecycle):
         self.offsets = OffsetTable()
         self._state = "new"
         self._rebalance_wanted = anyio.Event()
+        self._routes = RouteWatch(group)
         self._running: Running | None = None  # built by start(), kept after aclose()
 
     def __repr__(self) -> str:
@@ -150,20 +153,24 @@ class PushConsumer(AsyncLifecycle):
     def subscribe(self, topic: str, expression: str = "*", *, sql: str | None = None) -> None:
         """Consume ``topic``'s messages whose tag is in ``"TagA || TagB"`` (``*``: all),
         or, with ``sql="a > 5 AND b = 'x'"``, those whose properties the broker's SQL92
-        filter accepts (a broker with ``enablePropertyFilter=true``; checked at start)."""
+        filter accepts (a broker with ``enablePropertyFilter=true``; checked at start).
+
+        An invalid topic name or a tag expression that cannot be one (``"a > 5"``: use
+        ``sql=`` for property filters) raises InvalidOptionError here."""
         if self._state != "new":
             raise LocalProtocolError("subscribe() before start()")
-        if not isinstance(topic, str) or not topic.strip():
-            raise InvalidOptionError(f"topic={topic!r}: a non-empty topic name")
+        check_subscription(topic, expression)
         topic = wrap(self.namespace, topic)  # nsA%topic on the wire (Java's withNamespace)
         self._subscriptions[topic] = subscription_for(topic, expression, sql)
 
     @property
     def assigned_queues(self) -> list[MessageQueue]:
+        """The queues rebalancing gave this consumer, sorted by topic, broker and id."""
         return sorted(self._workers, key=lambda q: (q.topic, q.broker_name, q.queue_id))
 
     @property
     def stats(self) -> dict[str, int]:
+        """Counters so far: messages consumed, sent back for retry, in flight, and more."""
         r = self._running
         return {
             "consumed": 0 if r is None else r.consumption.consumed,
@@ -175,6 +182,8 @@ class PushConsumer(AsyncLifecycle):
         }
 
     async def start(self) -> None:
+        """Check the set-up (a listener, a subscription), connect and start rebalancing and
+        pulling; ``async with`` calls it."""
         if self._state != "new":
             raise LocalProtocolError(f"start() on a {self._state} consumer")
         if self.listener is None:
@@ -203,6 +212,7 @@ class PushConsumer(AsyncLifecycle):
         await r.api.heartbeat(self._consumer_data())
         await self._rebalance(r)
         r.tg.start_soon(self._rebalance_loop, r)
+        r.tg.start_soon(self._routes.run, r.api, lambda: self._route_found(r))
         r.tg.start_soon(self._every, self.options.heartbeat_interval_ms, self._heartbeat, r)
         r.tg.start_soon(self._every, self.options.persist_interval_ms, self._persist, r)
         if self._needs_locks:
@@ -299,15 +309,18 @@ class PushConsumer(AsyncLifecycle):
             with anyio.move_on_after(self.options.rebalance_interval_ms / 1000.0):
                 await self._rebalance_wanted.wait()
             self._rebalance_wanted = anyio.Event()
-            await self._refresh_routes(r)
+            if await self._refresh_routes(r):
+                await r.api.heartbeat(self._consumer_data())  # new brokers learn of us
             await self._rebalance(r)
 
-    async def _refresh_routes(self, r: Running) -> None:
-        for topic in self._subscriptions:
-            try:
-                await r.api.refresh(topic)
-            except ProducerError as exc:
-                log.debug("route of %s: %s", topic, exc)
+    async def _refresh_routes(self, r: Running) -> bool:
+        """Fetch every subscribed topic's route; True if one that was missing appeared."""
+        return await self._routes.refresh(r.api, self._subscriptions)
+
+    async def _route_found(self, r: Running) -> None:
+        """A missing topic appeared: its brokers learn of us, then we rebalance at once."""
+        await r.api.heartbeat(self._consumer_data())
+        self._rebalance_wanted.set()
 
     # -- rebalance -----------------------------------------------------------------------
 

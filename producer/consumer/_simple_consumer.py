@@ -138,6 +138,7 @@ class SimpleConsumer(AsyncLifecycle):
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Open the connections (``async with`` does this and :meth:`aclose`)."""
         if self._api is not None or self._closed:
             raise LocalProtocolError("start() once, on a new SimpleConsumer")
         runtime = current_runtime()
@@ -159,9 +160,11 @@ class SimpleConsumer(AsyncLifecycle):
         self._subscriptions[topic] = parse_subscription(topic, tags).expression
 
     def unsubscribe(self, topic: str) -> None:
+        """Receive nothing more from ``topic``."""
         self._subscriptions.pop(topic, None)
 
     def subscriptions(self) -> dict[str, str]:
+        """Topic -> tag expression, as subscribed."""
         return dict(self._subscriptions)
 
     # -- receiving -----------------------------------------------------------------------

@@ -4,8 +4,9 @@ broker's answer (those are in :mod:`producer.errors._broker`). Public through
 
 from __future__ import annotations
 
+import difflib
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar, TypeVar
 
 import msgspec
@@ -76,6 +77,7 @@ class ProducerError(Exception):
 
     @property
     def definitely_not_stored(self) -> bool:
+        """True when the message is known not to be stored: sending it again cannot duplicate it."""
         return self.fate is Fate.NOT_STORED
 
     def copy(self: _E) -> _E:
@@ -141,6 +143,14 @@ class InvalidOptionError(LocalProtocolError, ValueError, TypeError):
     """A constructor argument or option is invalid (names the option and the bad value),
     or unknown (names the nearest option there is): a ``TypeError`` too, as Python's own
     error for an unexpected keyword is."""
+
+    @classmethod
+    def unknown(cls, owner: str, name: str, known: Iterable[str]) -> InvalidOptionError:
+        """The error for an option ``owner`` does not take, naming the closest one it
+        does (``did you mean 'send_timeout_ms'?``)."""
+        nearest = difflib.get_close_matches(name, list(known), n=1)
+        hint = f": did you mean {nearest[0]!r}?" if nearest else ""
+        return cls(f"{owner} got an unknown option {name!r}{hint}")
 
 
 class SqlFilterError(InvalidOptionError):

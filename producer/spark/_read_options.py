@@ -8,7 +8,7 @@ are strings, so queue ids are too).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from producer.consumer import MessageQueue
@@ -17,6 +17,22 @@ from producer.errors import InvalidOptionError
 EARLIEST, LATEST = "earliest", "latest"
 EARLIEST_IN_JSON, LATEST_IN_JSON = -2, -1  # as Spark's Kafka source spells them in JSON
 DEFAULT_GROUP = "spark-rocketmq-reader"  # pulls need a group; nothing is committed for it
+
+#: The source's options (Spark hands their names over in any case).
+READ_OPTIONS = (
+    "namesrv",
+    "topic",
+    "group",
+    "startingOffsets",
+    "endingOffsets",
+    "tags",
+    "maxRecordsPerPartition",
+    "maxOffsetsPerTrigger",
+    "failOnDataLoss",
+    "pollTimeoutMs",
+)
+#: Options Spark itself may pass to any source or sink.
+SPARK_OPTIONS = ("path", "checkpointLocation")
 
 #: "earliest", "latest", a wall-clock time in ms, or explicit offsets per broker and queue.
 OffsetSpec = str | int | dict[str, dict[str, int]]
@@ -51,6 +67,7 @@ class ReadOptions:
 
 def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """Parse the user's ``.option(...)`` values (Spark hands them over as strings)."""
+    check_option_names("the rocketmq source", options, READ_OPTIONS)
     get = {k.lower(): v for k, v in options.items()}.get
     namesrv, topic = get("namesrv"), get("topic")
     if not namesrv or not topic:
@@ -72,6 +89,16 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         fail_on_data_loss=_bool("failOnDataLoss", get("failondataloss") or "true"),
         poll_timeout_ms=_positive("pollTimeoutMs", get("polltimeoutms")) or 1000,
     )
+
+
+def check_option_names(where: str, given: Iterable[str], known: Sequence[str]) -> None:
+    """Refuse an option ``where`` does not take, naming the nearest one (a typo such as
+    ``startingOffset`` would otherwise be ignored in silence)."""
+    names = (*known, *SPARK_OPTIONS)
+    lower = {name.lower() for name in names}
+    for name in given:
+        if name.lower() not in lower:
+            raise InvalidOptionError.unknown(where, name, names)
 
 
 def _start(streaming: bool) -> str:

@@ -18,9 +18,22 @@ from pyspark.sql.types import StructType
 
 from producer.errors import InvalidOptionError
 from producer.spark._partition import PartitionJob, publish_rows
+from producer.spark._read_options import check_option_names
 from producer.spark._rows import ROW_ID, Columns
 
 DEFAULT_WRITER_GROUP = "spark-rocketmq-writer"
+#: The sink's options (README "Writing DataFrames to topics").
+WRITE_OPTIONS = (
+    "namesrv",
+    "topic",
+    "group",
+    "bodyColumn",
+    "keysColumn",
+    "tagsColumn",
+    "propertyColumns",
+    "concurrency",
+    "failOnError",
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +44,7 @@ class Written(WriterCommitMessage):
 
 def write_options(options: Mapping[str, str], schema: StructType) -> PartitionJob:
     """The publish job for ``.option(...)`` values and the DataFrame's columns."""
+    check_option_names("the rocketmq sink", options, WRITE_OPTIONS)
     get = {k.lower(): v for k, v in options.items()}.get
     names = set(schema.fieldNames())
     topic, namesrv = get("topic"), get("namesrv")

@@ -45,9 +45,11 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"  # off by default in P
 def register(spark: SparkSession) -> None:
     """Make ``spark.read/readStream/write/writeStream.format("rocketmq")`` available, with
     tag filters pushed down (turns on ``spark.sql.python.filterPushdown.enabled``)."""
+    # First: registering captures the context's worker interpreter for every Python process
+    # that plans, reads or writes for this source (PySpark's _wrap_function).
+    use_driver_python_in_local_mode(spark.sparkContext)
     spark.dataSource.register(RocketMQDataSource)
     spark.conf.set(PUSHDOWN_CONF, "true")
-    use_driver_python_in_local_mode(spark.sparkContext)
 
 
 class RocketMQDataSource(DataSource):

@@ -9,6 +9,7 @@
 * :class:`StoredMessage`, :class:`TopicConfig` - what the brokers hold.
 * :func:`parse_topics` - ``"Orders:4,Audit:2"`` to ``{"Orders": 4, "Audit": 2}``.
 * :data:`DEFAULT_DELAY_LEVELS` - the brokers' ``messageDelayLevel`` unless given.
+* :data:`BROKER_VERSIONS` - the broker versions ``DevCluster(broker_version=)`` plays.
 
 The command line (``python -m producer cluster``) lives in :mod:`producer.cli`.
 """
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS
     from producer.testing._acl import Account
-    from producer.testing._cluster import DevCluster, parse_topics
+    from producer.testing._cluster import BROKER_VERSIONS, DevCluster, parse_topics
     from producer.testing._faults import FaultSpec, FaultSpecError
     from producer.testing._store import StoredMessage, TopicConfig
     from producer.testing._thread import DevClusterThread
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "DEFAULT_DELAY_LEVELS": "producer._remoting.delay_levels",  # the brokers' default
     "Account": "producer.testing._acl",
+    "BROKER_VERSIONS": "producer.testing._cluster",
     "DevCluster": "producer.testing._cluster",
     "DevClusterThread": "producer.testing._thread",
     "FaultSpec": "producer.testing._faults",
@@ -71,6 +73,7 @@ __all__ = [
     "StoredMessage",
     "TopicConfig",
     # helpers
+    "BROKER_VERSIONS",
     "DEFAULT_DELAY_LEVELS",
     "parse_topics",
 ]

@@ -64,6 +64,7 @@ class Account:
                 raise LocalProtocolError(f"ACL permission {perm!r} is not one of {sorted(_PERMS)}")
 
     def perm_for(self, topic: str) -> int:
+        """This account's permission bits for ``topic`` (its own entry, else the default)."""
         return _PERMS[self.topic_perms.get(topic, self.default_topic_perm)]
 
 

@@ -255,6 +255,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Start the name server and brokers on this asyncio loop; ``async with`` calls it."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -327,9 +328,11 @@ class DevCluster(ClusterView, AsyncLifecycle):
         await self._listener(broker).set_fault(spec)
 
     async def clear_fault(self, broker: str) -> None:
+        """Clear ``broker``'s fault: it answers normally again."""
         await self._listener(broker).set_fault(FaultSpec())
 
     def fault(self, broker: str) -> FaultSpec:
+        """``broker``'s current fault."""
         return self._listener(broker).fault
 
     def lose_end_transaction(self, uniq_key: str | None = None, *, count: int = 1) -> None:
@@ -341,6 +344,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
                 handler.transactions.lose_end(uniq_key, count)
 
     async def set_namesrv_fault(self, spec: FaultSpec) -> None:
+        """Replace the name server's fault."""
         await self._namesrv_listener.set_fault(spec)
 
     async def set_namesrv_down(self, down: bool) -> None:
@@ -350,6 +354,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
 
     @property
     def namesrv_fault(self) -> FaultSpec:
+        """The name server's current fault."""
         return self._namesrv_listener.fault
 
     # -- topics and messages -------------------------------------------------------------

@@ -90,6 +90,7 @@ class FaultSpec:
 
     @property
     def has_latency(self) -> bool:
+        """Whether this fault delays answers at all."""
         return (self.latency_ms > 0 or self.jitter_ms > 0) and self.latency_probability > 0
 
     @classmethod

@@ -136,10 +136,12 @@ class StoredMessage:
 
     @property
     def tags(self) -> str | None:
+        """The message's tag (``TAGS``), or None."""
         return self.properties.get("TAGS")
 
     @property
     def keys(self) -> list[str]:
+        """The message's keys (``KEYS``, split on spaces)."""
         return [k for k in self.properties.get("KEYS", "").split(" ") if k]
 
 

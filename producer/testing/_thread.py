@@ -42,6 +42,7 @@ class DevClusterThread(ClosesOnExit):
         return self
 
     def start(self) -> None:
+        """Start the cluster on its own thread (a no-op when started); ``with`` calls it."""
         if self._thread is not None:
             return
         self._thread = LoopThread("rocketmq-dev-cluster")
@@ -81,34 +82,43 @@ class DevClusterThread(ClosesOnExit):
 
     @property
     def namesrv_addr(self) -> str:
+        """The name server's ``127.0.0.1:port``: pass it as ``namesrv=``."""
         return self.cluster.namesrv_addr
 
     @property
     def broker_names(self) -> list[str]:
+        """The brokers' names (``broker-a``, ``broker-b``, ...)."""
         return self.cluster.broker_names
 
     def broker_addr(self, name: str) -> str:
+        """The ``127.0.0.1:port`` broker ``name`` listens on."""
         return self.cluster.broker_addr(name)
 
     @property
     def http_url(self) -> str | None:
+        """``http://127.0.0.1:<port>`` of the control API, when it runs."""
         return self.cluster.http_url
 
     # -- control and queries (run on the cluster's loop) ---------------------------------
 
     def set_fault(self, broker: str, spec: FaultSpec) -> None:
+        """Replace ``broker``'s fault; takes effect for the next request or connection."""
         self._run(lambda: self.cluster.set_fault(broker, spec))
 
     def clear_fault(self, broker: str) -> None:
+        """Clear ``broker``'s fault: it answers normally again."""
         self._run(lambda: self.cluster.clear_fault(broker))
 
     def fault(self, broker: str) -> FaultSpec:
+        """``broker``'s current fault."""
         return self.cluster.fault(broker)
 
     def set_namesrv_fault(self, spec: FaultSpec) -> None:
+        """Replace the name server's fault."""
         self._run(lambda: self.cluster.set_namesrv_fault(spec))
 
     def set_namesrv_down(self, down: bool) -> None:
+        """Stop (or resume) the name server listening; its other faults are kept."""
         self._run(lambda: self.cluster.set_namesrv_down(down))
 
     def add_topic(
@@ -120,21 +130,28 @@ class DevClusterThread(ClosesOnExit):
         *,
         message_type: str = "NORMAL",
     ) -> None:
+        """Create (or reconfigure) ``name`` with ``queues`` queues on ``brokers`` (default: all);
+        routes show it at once."""
         names = None if brokers is None else list(brokers)
         self._query(
             lambda: self.cluster.add_topic(name, queues, perm, names, message_type=message_type)
         )
 
     def message_count(self, topic: str | None = None, *, broker: str | None = None) -> int:
+        """Messages stored (counted, in sink mode), for one topic and/or broker."""
         return self._query(lambda: self.cluster.message_count(topic, broker=broker))
 
     def messages(self, topic: str | None = None) -> list[StoredMessage]:
+        """Stored messages, broker by broker, each by queue then offset (none in sink mode)."""
         return self._query(lambda: self.cluster.messages(topic))
 
     def unique_msg_ids(self, topic: str) -> set[str]:
+        """The distinct ``UNIQ_KEY`` values stored for ``topic`` (fewer than
+        :meth:`message_count` means duplicates)."""
         return self._query(lambda: self.cluster.unique_msg_ids(topic))
 
     def clients(self, broker: str) -> dict[str, frozenset[str]]:
+        """Client id -> producer groups, from the heartbeats ``broker`` has seen."""
         return self._query(lambda: self.cluster.clients(broker))
 
     def lose_end_transaction(self, uniq_key: str | None = None, *, count: int = 1) -> None:
@@ -146,17 +163,23 @@ class DevClusterThread(ClosesOnExit):
         return self._query(lambda: self.cluster.transaction_checks(uniq_key))
 
     def open_transactions(self) -> set[str]:
+        """UNIQ_KEYs of half messages still in doubt on any broker."""
         return self._query(self.cluster.open_transactions)
 
     def client_ssl_context(self) -> ssl.SSLContext:
+        """An ``ssl=`` for producers: trusts the certificate ``tls=True`` generated."""
         return self.cluster.client_ssl_context()
 
     def backlog(self, topic: str, per_queue: int, *, tags: str = "seed") -> int:
+        """Store ``per_queue`` small messages in every queue of ``topic`` on every broker, at
+        once (no producer, no sends); returns how many were stored."""
         return self._query(lambda: self.cluster.backlog(topic, per_queue, tags=tags))
 
     def drop_before(
         self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
     ) -> dict[tuple[str, int], int]:
+        """Drop ``topic``'s messages below queue offset ``offset`` (on one broker / queue, or
+        all), as a broker deleting old commit-log files does; returns the new minimums."""
         return self._query(
             lambda: self.cluster.drop_before(topic, offset, broker=broker, queue_id=queue_id)
         )
@@ -166,15 +189,19 @@ class DevClusterThread(ClosesOnExit):
         self._query(self.cluster.tick)
 
     def consumer_offsets(self, broker: str) -> dict[str, dict[int, int]]:
+        """Committed consumer offsets on ``broker``: ``{"topic@group": {queue: offset}}``."""
         return self._query(lambda: self.cluster.consumer_offsets(broker))
 
     def consumers(self, broker: str) -> dict[str, dict[str, frozenset[str]]]:
+        """The consumer groups ``broker`` knows by heartbeat: group -> client id -> topics."""
         return self._query(lambda: self.cluster.consumers(broker))
 
     def queue_locks(self, broker: str) -> dict[str, dict[str, str]]:
+        """Orderly consumers' queue locks on ``broker``: ``{group: {queue: client_id}}``."""
         return self._query(lambda: self.cluster.queue_locks(broker))
 
     def broker_status(self, name: str) -> dict[str, Any]:
+        """A JSON-ready summary of one broker (what ``GET /brokers`` lists)."""
         return self._query(lambda: self.cluster.broker_status(name))
 
 

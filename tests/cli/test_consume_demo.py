@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import anyio
 import pytest
@@ -27,6 +28,9 @@ async def test_a_small_run_retries_dead_letters_redrives_and_loses_nothing() -> 
     assert "re-drove 3 dead letter(s) to DemoOrders" in text
     assert "VERDICT: 300 of 300 orders consumed successfully, 0 missing, 0 duplicate" in text
     assert "t=" in text and "sent_back=" in text
+    letters = {int(n) for n in re.findall(r"dlq=\s*(\d+)", text)}
+    assert max(letters) == 3, letters  # the letters, not the re-drive's marks beside them
+    assert re.search(r"redriven=\s*3 ", text), text[-1500:]
     assert_fits(text)
 
 

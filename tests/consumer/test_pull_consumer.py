@@ -179,7 +179,7 @@ async def test_async_for_long_polls_for_new_messages(cluster: DevClusterThread) 
 
 async def test_bad_options_are_refused() -> None:
     with pytest.raises(InvalidOptionError, match="auto_offset_reset"):
-        PullConsumer("g", "127.0.0.1:9876", auto_offset_reset="first")  # type: ignore[arg-type]
+        PullConsumer("g", "127.0.0.1:9876", auto_offset_reset="middle")  # type: ignore[arg-type]
     with pytest.raises(InvalidOptionError, match="max_pull_messages"):
         PullConsumer("g", "127.0.0.1:9876", max_pull_messages=0)
 

@@ -196,17 +196,23 @@ async def test_an_unknown_fate_resent_under_the_errors_msg_id_is_one_message(
 
 
 async def test_s3_hung_first_broker_does_not_eat_the_retries(cluster: DevClusterThread) -> None:
+    """The hung attempt is capped at its share of the budget (a third: 3 attempts left), so
+    the retry on broker-b fits in the same budget. Its break - the whole budget to the
+    first attempt, as Java 4.9 does (the test below) - ends the send with SendTimeout after
+    one attempt: the outcome tells them apart, with no wall-clock margin. The budget leaves
+    the retry two thirds of it (1000 ms) however late a loaded machine runs the timer."""
+    budget_ms = 1500
     cluster.add_topic("Two", 2, brokers=["broker-a", "broker-b"])
     cluster.set_fault("broker-a", FaultSpec(blackhole=True))
     hung = Message("Two", b"x")
     async with make_producer(cluster) as p:
-        results = [await p.send(hung, timeout_ms=400) for _ in range(4)]
+        results = [await p.send(hung, timeout_ms=budget_ms) for _ in range(4)]
     retried = [r for r in results if len(r.attempts) == 2]
     assert retried, "round-robin must put some first attempts on broker-a"
     for r in retried:
-        assert r.attempts[0].outcome is AttemptOutcome.TIMEOUT
-        assert r.attempts[0].latency_ms < 300  # capped at the budget's share
-        assert r.queue.broker_name == "broker-b"
+        first, second = r.attempts
+        assert (first.broker_name, first.outcome) == ("broker-a", AttemptOutcome.TIMEOUT)
+        assert (second.broker_name, r.queue.broker_name) == ("broker-b", "broker-b")
 
 
 async def test_s3_java_4_9_lets_the_hung_broker_take_the_whole_budget(

@@ -3,10 +3,12 @@ report of the write, in the directory's shared ``local[2]`` session."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pyspark.sql import SparkSession
 
-from examples.spark_pipeline import ORDERS, TOTALS, run
+from examples.spark_pipeline import ORDERS, TOTALS, run, verdict
 from producer.testing import DevClusterThread
 
 
@@ -20,3 +22,7 @@ def test_the_pipeline_totals_every_order_once(spark: SparkSession) -> None:
         ids = [i for i in range(140) if i % 7 == int(customer)]
         assert (row["orders"], row["total"]) == (len(ids), sum(i % 100 + 1 for i in ids))
     assert outcome["latency"]["rows"] == 7  # type: ignore[index]
+    ok, line = verdict(outcome, 140)  # the script's last line: a verdict, figures rounded
+    assert ok and line.startswith("OK: 140 of 140 orders totalled once, for 7 customers;"), line
+    assert re.fullmatch(r".*p50 \d+\.\d ms, p99 \d+\.\d ms", line), line
+    assert not verdict({**outcome, "totals": outcome["totals"][:-1]}, 140)[0]  # type: ignore[index]

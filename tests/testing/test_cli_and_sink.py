@@ -78,7 +78,7 @@ def test_cli_subprocess_json_output_and_clean_sigterm() -> None:
     ) as proc:
         assert proc.stdout is not None
         info = json.loads(proc.stdout.readline())
-        assert set(info) == {"namesrv", "brokers", "http", "delay_levels_ms"}
+        assert set(info) == {"namesrv", "brokers", "http", "delay_levels_ms", "broker_version"}
         assert list(info["brokers"]) == ["broker-a", "broker-b", "broker-c"]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0

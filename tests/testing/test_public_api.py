@@ -14,6 +14,7 @@ from producer.testing import DevCluster
 def test_all_names_exist_and_are_documented() -> None:
     assert sorted(producer.testing.__all__) == [
         "Account",
+        "BROKER_VERSIONS",
         "DEFAULT_DELAY_LEVELS",
         "DevCluster",
         "DevClusterThread",

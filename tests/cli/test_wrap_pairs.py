@@ -1,0 +1,36 @@
+"""The commands' 100-column wrap never parts a value from its label or a unit from its value
+(issue 34: the demo printed ``failed 0 retries/msg`` and then ``  0.000`` alone)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from producer.cli.common import MAX_LINE, wrapped
+
+DEMO_LINE = (
+    "t=  1-2s [broker-b brown-out +300 ms] 399 msg/s p50 0.8 p99 301 p999 302 ms | failed 0 "
+    "retries/msg 0.000"
+)
+ROUTING = (
+    "ROUTING: broker-b was slowed by 300 ms; 33.2% of the brown-out's sends waited on it (under "
+    "1% keeps the injected delay out of the p99): did NOT hold (brown-out p99 337.3 ms, healthy "
+    "p99 5.1 ms)"
+)
+
+
+@pytest.mark.parametrize("line", [DEMO_LINE, ROUTING])
+@pytest.mark.parametrize("width", [MAX_LINE, 80, 60, 40])
+def test_no_wrapped_line_starts_with_a_value(line: str, width: int) -> None:
+    lines = wrapped(line, width).split("\n")
+    assert len(lines) > 1  # it did wrap
+    for continued in lines[1:]:
+        first = continued.split()[0]
+        assert not re.fullmatch(r"-?[\d.,]+%?x?\)?|ms\)?|msg/s", first), lines
+    assert " ".join(" ".join(lines).split()) == " ".join(line.split())  # nothing lost
+    assert all(len(text) <= width for text in lines)
+
+
+def test_the_demo_line_keeps_its_last_pair_whole_at_100_columns() -> None:
+    assert wrapped(DEMO_LINE).split("\n")[-1] == "  retries/msg 0.000"
