@@ -60,11 +60,16 @@ Queues
     choice is final (never steered, even onto a banned broker) and touches neither the
     router nor the round-robin index. Recording its outcome is fine.
 
-``spread_batch(router, snapshot, count, *, now_ms, turn=0) -> [(queue, n), ...]``
-    Where a transparent batch of `count` messages goes: the router picks as it would per
-    message (at most one pick per queue of the snapshot), the messages are dealt evenly
-    over the picks, and picks on one broker merge into one part. Healthy brokers thus
-    stay exactly round-robin per message, and adaptive weights apply to messages.
+``spread_batch(router, snapshot, count, *, now_ms) -> [(queue, n), ...]``
+    Where a transparent group of `count` messages goes, one part per queue. The router
+    makes the choices `count` sends made one at a time would make (its index moves on by
+    `count`, adaptive weights apply to messages). A group of at least `MIN_PART` (4)
+    messages per queue is one pick per queue carrying `count // queues`, plus one pick
+    per remaining message: healthy brokers give every queue its share, give or take one
+    (when the cycle skips a queue, its broker banned or slow, each message is a pick).
+    A smaller group's picks are cut into runs of at least 4, each given whole to the
+    queue of its picks owed most (`PublishSnapshot.owed`), so successive small groups
+    spread over all queues as their messages would have one at a time.
 
 ``java_string_hash(text) -> int``
     Java's `String.hashCode()` (UTF-16 code units, signed 32-bit).
@@ -80,12 +85,13 @@ from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._health import AdaptiveConfig, BrokerHealth, BrokerState
 from ._keyed import java_string_hash
 from ._policy import JAVA_4_9, JAVA_5, FaultPolicy, WindowRule
-from ._router import ROUTER_NAMES, Router, choose_queue, make_router, spread_batch
+from ._router import MIN_PART, ROUTER_NAMES, Router, choose_queue, make_router, spread_batch
 from ._snapshot import EmptySnapshotError, PublishSnapshot, QueueLike, RoundRobinIndex
 from ._tracker import FaultItem, FaultTracker
 
 __all__ = [
     # what the producer needs
+    "MIN_PART",
     "ROUTER_NAMES",
     "EmptySnapshotError",
     "PublishSnapshot",

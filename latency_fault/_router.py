@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import random
 from collections.abc import Callable, Iterable
 from typing import Protocol
@@ -11,7 +13,7 @@ from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._keyed import keyed_queue
 from ._snapshot import PublishSnapshot, Q
 
-__all__ = ["ROUTER_NAMES", "Router", "choose_queue", "make_router", "spread_batch"]
+__all__ = ["MIN_PART", "ROUTER_NAMES", "Router", "choose_queue", "make_router", "spread_batch"]
 
 
 class Router(Protocol):
@@ -94,30 +96,63 @@ def choose_queue(
     return router.select_queue(snapshot, last_broker, now_ms)
 
 
-def spread_batch(
-    router: Router, snapshot: PublishSnapshot[Q], count: int, *, now_ms: int, turn: int = 0
-) -> list[tuple[Q, int]]:
-    """Where a transparent batch of `count` messages goes: `(queue, how many)` per broker.
+#: The fewest messages a part carries while a group has fewer than this many per queue:
+#: a small group goes to a few queues at a time rather than as requests of one or two.
+MIN_PART = 4
 
-    Routing is per message, not per request: the router chooses as it would for each
-    message, once per queue of the snapshot at most (a full round-robin cycle when all
-    brokers are healthy, so every broker gets its share of this batch, give or take one),
-    and the messages are dealt evenly over those picks; picks on one broker merge into one
-    part, sent to one of that broker's picked queues (`turn` rotates which, batch to
-    batch). An adaptive router's weights thus apply to messages: a pick carries
-    `count / picks` of them.
+
+def spread_batch(
+    router: Router, snapshot: PublishSnapshot[Q], count: int, *, now_ms: int
+) -> list[tuple[Q, int]]:
+    """Where a transparent group of `count` messages goes: `(queue, how many)` per queue.
+
+    Routing is per message, not per request. For a group of at least `MIN_PART` messages
+    per queue of the snapshot the router makes one cycle of picks; when they are every
+    queue once (healthy brokers), each carries `count // len(snapshot)` messages and each
+    remaining message is one more pick: every queue gets its share give or take one, and
+    the round-robin index ends where `count` sends made one at a time would leave it.
+    When the cycle skipped a queue (a broker banned or slow), every message is a pick of
+    its own. A smaller group is one pick
+    per message, cut into `len // MIN_PART` runs of consecutive picks; each run goes
+    whole to the queue among its picks that is owed most (`PublishSnapshot.owed`: the
+    picks its queue had minus the messages it was given), so successive small groups
+    spread over the queues as their messages would have one at a time. Either way an
+    adaptive router's weights apply to messages: each pick is one of its choices and
+    carries its share. Picks of one queue merge into one part.
     """
     if count < 1:
         raise ValueError(f"a batch has at least one message, got {count}")
     snapshot.require_queues()
-    picks = [router.select_queue(snapshot, None, now_ms) for _ in range(min(count, len(snapshot)))]
-    share, extra = divmod(count, len(picks))
-    # The remainder goes to evenly spaced picks, not the first ones (often one broker's).
-    bonus = {index * len(picks) // extra for index in range(extra)}
-    queues: dict[str, list[Q]] = {}
-    counts: dict[str, int] = {}
-    for index, queue in enumerate(picks):
-        broker = queue.broker_name
-        queues.setdefault(broker, []).append(queue)
-        counts[broker] = counts.get(broker, 0) + share + (index in bonus)
-    return [(found[turn % len(found)], counts[broker]) for broker, found in queues.items()]
+    size = len(snapshot)
+    pick = functools.partial(router.select_queue, snapshot, None, now_ms)
+    if count >= MIN_PART * size:
+        cycle = [pick() for _ in range(size)]
+        if len({(q.broker_name, q.queue_id) for q in cycle}) == size:  # a whole cycle
+            share, extra = divmod(count, size)
+            loads = [(q, share) for q in cycle] + [(pick(), 1) for _ in range(extra)]
+        else:  # a broker skipped (banned, slow): every message is a pick of its own
+            loads = [(q, 1) for q in cycle] + [(pick(), 1) for _ in range(count - size)]
+    else:
+        loads = _runs(snapshot, [pick() for _ in range(count)])
+    parts: dict[tuple[str, int], tuple[Q, int]] = {}
+    for queue, load in loads:
+        key = (queue.broker_name, queue.queue_id)
+        parts[key] = (queue, parts[key][1] + load if key in parts else load)
+    return list(parts.values())
+
+
+def _runs(snapshot: PublishSnapshot[Q], picks: list[Q]) -> list[tuple[Q, int]]:
+    """A small group's picks cut into runs of at least `MIN_PART`, each given whole to
+    the pick of the run that its queue's account says is owed most (the first on a tie)."""
+    owed = snapshot.owed
+    for queue in picks:
+        owed[queue.broker_name, queue.queue_id] += 1
+    runs = max(1, len(picks) // MIN_PART)
+    bounds = [index * len(picks) // runs for index in range(runs + 1)]
+    loads: list[tuple[Q, int]] = []
+    for start, end in itertools.pairwise(bounds):
+        run = picks[start:end]
+        chosen = max(run, key=lambda q: owed[q.broker_name, q.queue_id])
+        owed[chosen.broker_name, chosen.queue_id] -= len(run)
+        loads.append((chosen, len(run)))
+    return loads
