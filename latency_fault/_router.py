@@ -99,6 +99,11 @@ def choose_queue(
 #: The fewest messages a part carries while a group has fewer than this many per queue:
 #: a small group goes to a few queues at a time rather than as requests of one or two.
 MIN_PART = 4
+#: A small group's run holds up to this many messages divided among the queues (at least
+#: `MIN_PART`): as few requests as can be while no queue falls behind by more than one
+#: run, an eighth of its share of 1,000 sends (128 // 8 queues = 16: a group of 15 is one
+#: request, as one queue's share of a batch was before).
+RUN_BUDGET = 128
 
 
 def spread_batch(
@@ -112,11 +117,12 @@ def spread_batch(
     remaining message is one more pick: every queue gets its share give or take one, and
     the round-robin index ends where `count` sends made one at a time would leave it.
     When the cycle skipped a queue (a broker banned or slow), every message is a pick of
-    its own. A smaller group is one pick
-    per message, cut into `len // MIN_PART` runs of consecutive picks; each run goes
-    whole to the queue among its picks that is owed most (`PublishSnapshot.owed`: the
-    picks its queue had minus the messages it was given), so successive small groups
-    spread over the queues as their messages would have one at a time. Either way an
+    its own. A smaller group is one pick per message, cut into runs of consecutive picks
+    (as few as hold at most `RUN_BUDGET // len(snapshot)` messages each, at least
+    `MIN_PART`); each run goes whole to the queue among its picks that is owed most
+    (`PublishSnapshot.owed`: the picks its queue had minus the messages it was given), so
+    successive small groups spread over the queues as their messages would have one at a
+    time, each queue within one run of its share. Either way an
     adaptive router's weights apply to messages: each pick is one of its choices and
     carries its share. Picks of one queue merge into one part.
     """
@@ -142,12 +148,14 @@ def spread_batch(
 
 
 def _runs(snapshot: PublishSnapshot[Q], picks: list[Q]) -> list[tuple[Q, int]]:
-    """A small group's picks cut into runs of at least `MIN_PART`, each given whole to
-    the pick of the run that its queue's account says is owed most (the first on a tie)."""
+    """A small group's picks cut into as few even runs as hold at most
+    `RUN_BUDGET // queues` messages each (at least `MIN_PART`), each given whole to the
+    pick of the run whose queue is owed most (the first on a tie)."""
     owed = snapshot.owed
     for queue in picks:
         owed[queue.broker_name, queue.queue_id] += 1
-    runs = max(1, len(picks) // MIN_PART)
+    longest = max(MIN_PART, RUN_BUDGET // len(snapshot))
+    runs = max(1, min(len(picks) // MIN_PART, -(-len(picks) // longest)))
     bounds = [index * len(picks) // runs for index in range(runs + 1)]
     loads: list[tuple[Q, int]] = []
     for start, end in itertools.pairwise(bounds):
