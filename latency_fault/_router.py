@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import itertools
 import random
 from collections.abc import Callable, Iterable
 from typing import Protocol
@@ -13,7 +12,15 @@ from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._keyed import keyed_queue
 from ._snapshot import PublishSnapshot, Q
 
-__all__ = ["MIN_PART", "ROUTER_NAMES", "Router", "choose_queue", "make_router", "spread_batch"]
+__all__ = [
+    "MIN_PART",
+    "ROUTER_NAMES",
+    "RUN_BUDGET",
+    "Router",
+    "choose_queue",
+    "make_router",
+    "spread_batch",
+]
 
 
 class Router(Protocol):
@@ -117,14 +124,16 @@ def spread_batch(
     remaining message is one more pick: every queue gets its share give or take one, and
     the round-robin index ends where `count` sends made one at a time would leave it.
     When the cycle skipped a queue (a broker banned or slow), every message is a pick of
-    its own. A smaller group is one pick per message, cut into runs of consecutive picks
-    (as few as hold at most `RUN_BUDGET // len(snapshot)` messages each, at least
-    `MIN_PART`); each run goes whole to the queue among its picks that is owed most
-    (`PublishSnapshot.owed`: the picks its queue had minus the messages it was given), so
-    successive small groups spread over the queues as their messages would have one at a
-    time, each queue within one run of its share. Either way an
-    adaptive router's weights apply to messages: each pick is one of its choices and
-    carries its share. Picks of one queue merge into one part.
+    its own, so an adaptive router's weights apply per message.
+
+    A smaller group makes one pick per message, up to one cycle; each picked queue is
+    owed an even share of the group (`PublishSnapshot.owed` keeps the account across
+    groups). The messages leave in as few even runs as hold at most
+    `RUN_BUDGET // len(snapshot)` messages each (at least `MIN_PART`), one run to each of
+    the picked queues owed most: successive small groups spread over every queue, none
+    more than about one run from its share, in few requests.
+
+    Picks of one queue merge into one part.
     """
     if count < 1:
         raise ValueError(f"a batch has at least one message, got {count}")
@@ -139,7 +148,7 @@ def spread_batch(
         else:  # a broker skipped (banned, slow): every message is a pick of its own
             loads = [(q, 1) for q in cycle] + [(pick(), 1) for _ in range(count - size)]
     else:
-        loads = _runs(snapshot, [pick() for _ in range(count)])
+        loads = _runs(snapshot, count, [pick() for _ in range(min(count, size))])
     parts: dict[tuple[str, int], tuple[Q, int]] = {}
     for queue, load in loads:
         key = (queue.broker_name, queue.queue_id)
@@ -147,20 +156,27 @@ def spread_batch(
     return list(parts.values())
 
 
-def _runs(snapshot: PublishSnapshot[Q], picks: list[Q]) -> list[tuple[Q, int]]:
-    """A small group's picks cut into as few even runs as hold at most
-    `RUN_BUDGET // queues` messages each (at least `MIN_PART`), each given whole to the
-    pick of the run whose queue is owed most (the first on a tie)."""
+def _runs(snapshot: PublishSnapshot[Q], count: int, picks: list[Q]) -> list[tuple[Q, int]]:
+    """A small group of `count` messages over `picks` (at most one cycle of the router's
+    choices): each pick's queue is owed `count / len(picks)` more; the messages are cut
+    into as few even runs as hold at most `RUN_BUDGET // queues` each (at least
+    `MIN_PART`), and the runs go to the picked queues owed most, one run each."""
     owed = snapshot.owed
+    credit = count / len(picks)
+    distinct: dict[tuple[str, int], Q] = {}
     for queue in picks:
-        owed[queue.broker_name, queue.queue_id] += 1
+        key = (queue.broker_name, queue.queue_id)
+        owed[key] += credit
+        distinct[key] = queue
     longest = max(MIN_PART, RUN_BUDGET // len(snapshot))
-    runs = max(1, min(len(picks) // MIN_PART, -(-len(picks) // longest)))
-    bounds = [index * len(picks) // runs for index in range(runs + 1)]
+    runs = max(1, min(count // MIN_PART, -(-count // longest)))
+    # Ties go by queue id, then pick order: brokers take turns, so that whichever queues
+    # are a run ahead at any moment are spread over the brokers, not one broker's block.
+    ranked = sorted(distinct, key=lambda key: (-owed[key], key[1]))
     loads: list[tuple[Q, int]] = []
-    for start, end in itertools.pairwise(bounds):
-        run = picks[start:end]
-        chosen = max(run, key=lambda q: owed[q.broker_name, q.queue_id])
-        owed[chosen.broker_name, chosen.queue_id] -= len(run)
-        loads.append((chosen, len(run)))
+    for index in range(runs):
+        key = ranked[index % len(ranked)]
+        load = (index + 1) * count // runs - index * count // runs
+        owed[key] -= load
+        loads.append((distinct[key], load))
     return loads

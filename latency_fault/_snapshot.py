@@ -89,8 +89,9 @@ class PublishSnapshot(Generic[Q]):
             by_broker.setdefault(queue.broker_name, []).append(queue)
         self._by_broker = {name: tuple(qs) for name, qs in by_broker.items()}
         #: Per (broker, queue id): messages of small transparent groups the router's
-        #: picks gave the queue, minus those it was sent (`spread_batch` keeps it).
-        self.owed: collections.Counter[tuple[str, int]] = collections.Counter()
+        #: picks gave the queue (a group's messages shared by its picks), minus those it
+        #: was sent (`spread_batch` keeps it).
+        self.owed: collections.defaultdict[tuple[str, int], float] = collections.defaultdict(float)
 
     @property
     def queues(self) -> tuple[Q, ...]:
