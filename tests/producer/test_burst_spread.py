@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from producer import Message, Producer
-from producer.errors import NoRouteError, ProducerError
-from producer.testing import DevClusterThread
+from producer.errors import NoRouteError, ProducerClosedError, ProducerError
+from producer.testing import DevClusterThread, FaultSpec
 from tests.producer.conftest import TOPIC
 from tests.producer.test_batch_spread import StillClock
 
@@ -108,3 +108,22 @@ async def test_a_first_burst_whose_route_lookup_fails_gives_each_send_the_error(
         assert p.in_flight == 0
     assert len(outcomes) == 20
     assert all(isinstance(e, NoRouteError) for e in outcomes), outcomes
+
+
+async def test_closing_while_a_first_burst_waits_for_its_route_fails_each_send(
+    anyio_backend: str, spread_cluster: DevClusterThread
+) -> None:
+    # The name server never answers: the group waits on the lookup until the producer
+    # closes; then each member fails as never started, and nothing stays in flight.
+    spread_cluster.set_namesrv_fault(FaultSpec(blackhole=True))
+    p = Producer(
+        "spread-group", spread_cluster.namesrv_addr, send_timeout_ms=600_000, close_timeout_ms=1
+    )
+    async with p:
+        futures = [p.send_async(Message(TOPIC, b"x")) for _ in range(10)]
+        await anyio.wait_all_tasks_blocked()  # the lookup is out, the group is waiting
+        assert p.in_flight == 10 and not any(f.done() for f in futures)
+    assert all(f.done() for f in futures)
+    grouped = [f.exception() for f in futures[1:]]  # the first went alone
+    assert all(isinstance(e, ProducerClosedError) for e in grouped), grouped
+    assert p.in_flight == 0
