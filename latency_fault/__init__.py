@@ -60,11 +60,16 @@ Queues
     choice is final (never steered, even onto a banned broker) and touches neither the
     router nor the round-robin index. Recording its outcome is fine.
 
-``spread_batch(router, snapshot, count, *, now_ms, turn=0) -> [(queue, n), ...]``
-    Where a transparent batch of `count` messages goes: the router picks as it would per
-    message (at most one pick per queue of the snapshot), the messages are dealt evenly
-    over the picks, and picks on one broker merge into one part. Healthy brokers thus
-    stay exactly round-robin per message, and adaptive weights apply to messages.
+``spread_batch(router, snapshot, count, *, now_ms) -> [(queue, n), ...]``
+    Where a transparent group of `count` messages goes, one part per queue, routed per
+    message. A group of at least `MIN_PART` (4) messages per queue is one pick per queue
+    carrying `count // queues`, plus one pick per remaining message: healthy brokers
+    give every queue its share, give or take one, and the round-robin index moves on by
+    `count` (when the cycle skips a queue, its broker banned or slow, each message is a
+    pick). A smaller group makes up to one cycle of picks, each picked queue owed an even
+    share (`PublishSnapshot.owed`), and leaves in runs of `MIN_PART` to
+    `RUN_BUDGET // queues` messages, one to each picked queue owed most, so successive
+    small groups spread over all queues in few requests.
 
 ``java_string_hash(text) -> int``
     Java's `String.hashCode()` (UTF-16 code units, signed 32-bit).
@@ -80,13 +85,23 @@ from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._health import AdaptiveConfig, BrokerHealth, BrokerState
 from ._keyed import java_string_hash
 from ._policy import JAVA_4_9, JAVA_5, FaultPolicy, WindowRule
-from ._router import ROUTER_NAMES, Router, choose_queue, make_router, spread_batch
+from ._router import (
+    MIN_PART,
+    ROUTER_NAMES,
+    RUN_BUDGET,
+    Router,
+    choose_queue,
+    make_router,
+    spread_batch,
+)
 from ._snapshot import EmptySnapshotError, PublishSnapshot, QueueLike, RoundRobinIndex
 from ._tracker import FaultItem, FaultTracker
 
 __all__ = [
     # what the producer needs
+    "MIN_PART",
     "ROUTER_NAMES",
+    "RUN_BUDGET",
     "EmptySnapshotError",
     "PublishSnapshot",
     "QueueLike",

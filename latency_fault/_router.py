@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Iterable
 from typing import Protocol
@@ -11,7 +12,15 @@ from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._keyed import keyed_queue
 from ._snapshot import PublishSnapshot, Q
 
-__all__ = ["ROUTER_NAMES", "Router", "choose_queue", "make_router", "spread_batch"]
+__all__ = [
+    "MIN_PART",
+    "ROUTER_NAMES",
+    "RUN_BUDGET",
+    "Router",
+    "choose_queue",
+    "make_router",
+    "spread_batch",
+]
 
 
 class Router(Protocol):
@@ -105,30 +114,80 @@ def choose_queue(
     return router.select_queue(snapshot, last_broker, now_ms)
 
 
-def spread_batch(
-    router: Router, snapshot: PublishSnapshot[Q], count: int, *, now_ms: int, turn: int = 0
-) -> list[tuple[Q, int]]:
-    """Where a transparent batch of `count` messages goes: `(queue, how many)` per broker.
+#: The fewest messages a part carries while a group has fewer than this many per queue:
+#: a small group goes to a few queues at a time rather than as requests of one or two.
+MIN_PART = 4
+#: A small group's run holds up to this many messages divided among the queues (at least
+#: `MIN_PART`): as few requests as can be while no queue falls behind by more than one
+#: run, an eighth of its share of 1,000 sends (128 // 8 queues = 16: a group of 15 is one
+#: request, as one queue's share of a batch was before).
+RUN_BUDGET = 128
 
-    Routing is per message, not per request: the router chooses as it would for each
-    message, once per queue of the snapshot at most (a full round-robin cycle when all
-    brokers are healthy, so every broker gets its share of this batch, give or take one),
-    and the messages are dealt evenly over those picks; picks on one broker merge into one
-    part, sent to one of that broker's picked queues (`turn` rotates which, batch to
-    batch). An adaptive router's weights thus apply to messages: a pick carries
-    `count / picks` of them.
+
+def spread_batch(
+    router: Router, snapshot: PublishSnapshot[Q], count: int, *, now_ms: int
+) -> list[tuple[Q, int]]:
+    """Where a transparent group of `count` messages goes: `(queue, how many)` per queue.
+
+    Routing is per message, not per request. For a group of at least `MIN_PART` messages
+    per queue of the snapshot the router makes one cycle of picks; when they are every
+    queue once (healthy brokers), each carries `count // len(snapshot)` messages and each
+    remaining message is one more pick: every queue gets its share give or take one, and
+    the round-robin index ends where `count` sends made one at a time would leave it.
+    When the cycle skipped a queue (a broker banned or slow), every message is a pick of
+    its own, so an adaptive router's weights apply per message.
+
+    A smaller group makes one pick per message, up to one cycle; each picked queue is
+    owed an even share of the group (`PublishSnapshot.owed` keeps the account across
+    groups). The messages leave in as few even runs as hold at most
+    `RUN_BUDGET // len(snapshot)` messages each (at least `MIN_PART`), one run to each of
+    the picked queues owed most: successive small groups spread over every queue, none
+    more than about one run from its share, in few requests.
+
+    Picks of one queue merge into one part.
     """
     if count < 1:
         raise ValueError(f"a batch has at least one message, got {count}")
     snapshot.require_queues()
-    picks = [router.select_queue(snapshot, None, now_ms) for _ in range(min(count, len(snapshot)))]
-    share, extra = divmod(count, len(picks))
-    # The remainder goes to evenly spaced picks, not the first ones (often one broker's).
-    bonus = {index * len(picks) // extra for index in range(extra)}
-    queues: dict[str, list[Q]] = {}
-    counts: dict[str, int] = {}
-    for index, queue in enumerate(picks):
-        broker = queue.broker_name
-        queues.setdefault(broker, []).append(queue)
-        counts[broker] = counts.get(broker, 0) + share + (index in bonus)
-    return [(found[turn % len(found)], counts[broker]) for broker, found in queues.items()]
+    size = len(snapshot)
+    pick = functools.partial(router.select_queue, snapshot, None, now_ms)
+    if count >= MIN_PART * size:
+        cycle = [pick() for _ in range(size)]
+        if len({(q.broker_name, q.queue_id) for q in cycle}) == size:  # a whole cycle
+            share, extra = divmod(count, size)
+            loads = [(q, share) for q in cycle] + [(pick(), 1) for _ in range(extra)]
+        else:  # a broker skipped (banned, slow): every message is a pick of its own
+            loads = [(q, 1) for q in cycle] + [(pick(), 1) for _ in range(count - size)]
+    else:
+        loads = _runs(snapshot, count, [pick() for _ in range(min(count, size))])
+    parts: dict[tuple[str, int], tuple[Q, int]] = {}
+    for queue, load in loads:
+        key = (queue.broker_name, queue.queue_id)
+        parts[key] = (queue, parts[key][1] + load if key in parts else load)
+    return list(parts.values())
+
+
+def _runs(snapshot: PublishSnapshot[Q], count: int, picks: list[Q]) -> list[tuple[Q, int]]:
+    """A small group of `count` messages over `picks` (at most one cycle of the router's
+    choices): each pick's queue is owed `count / len(picks)` more; the messages are cut
+    into as few even runs as hold at most `RUN_BUDGET // queues` each (at least
+    `MIN_PART`), and the runs go to the picked queues owed most, one run each."""
+    owed = snapshot.owed
+    credit = count / len(picks)
+    distinct: dict[tuple[str, int], Q] = {}
+    for queue in picks:
+        key = (queue.broker_name, queue.queue_id)
+        owed[key] += credit
+        distinct[key] = queue
+    longest = max(MIN_PART, RUN_BUDGET // len(snapshot))
+    runs = max(1, min(count // MIN_PART, -(-count // longest)))
+    # Ties go by queue id, then pick order: brokers take turns, so that whichever queues
+    # are a run ahead at any moment are spread over the brokers, not one broker's block.
+    ranked = sorted(distinct, key=lambda key: (-owed[key], key[1]))
+    loads: list[tuple[Q, int]] = []
+    for index in range(runs):
+        key = ranked[index % len(ranked)]
+        load = (index + 1) * count // runs - index * count // runs
+        owed[key] -= load
+        loads.append((distinct[key], load))
+    return loads

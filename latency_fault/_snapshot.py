@@ -7,6 +7,7 @@ client builds a new `TopicPublishInfo` (and so a new randomly started index) eac
 
 from __future__ import annotations
 
+import collections
 import random
 from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
@@ -72,14 +73,15 @@ class RoundRobinIndex:
 
 
 class PublishSnapshot(Generic[Q]):
-    """An immutable list of one topic's writable queues plus its own round-robin index.
+    """An immutable list of one topic's writable queues plus its own round-robin index
+    (and `owed`, the account `spread_batch` keeps of small transparent groups).
 
     The queues keep the producer's order (Java sorts queue data by broker name and gives
     each broker ids 0..writeQueueNums-1). Only the index moves; routers move it exactly
     as the Java method they reproduce does, so tests can pin the sequence.
     """
 
-    __slots__ = ("_by_broker", "_index", "_queues", "topic")
+    __slots__ = ("_by_broker", "_index", "_queues", "owed", "topic")
 
     def __init__(self, queues: Sequence[Q], rng: random.Random, *, topic: str = "") -> None:
         self.topic = topic
@@ -89,6 +91,10 @@ class PublishSnapshot(Generic[Q]):
         for queue in self._queues:
             by_broker.setdefault(queue.broker_name, []).append(queue)
         self._by_broker = {name: tuple(qs) for name, qs in by_broker.items()}
+        #: Per (broker, queue id): messages of small transparent groups the router's
+        #: picks gave the queue (a group's messages shared by its picks), minus those it
+        #: was sent (`spread_batch` keeps it).
+        self.owed: collections.defaultdict[tuple[str, int], float] = collections.defaultdict(float)
 
     @property
     def queues(self) -> tuple[Q, ...]:

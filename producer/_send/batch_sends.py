@@ -190,21 +190,48 @@ class BatchSends:
     # -- running the groups ---------------------------------------------------------------
 
     def _launch(self, key: GroupKey, members: list[Member]) -> None:
-        """Send a flushed group: alone, or as batches routed per message, one per broker
-        its messages are dealt to (so healthy brokers stay round-robin per message)."""
+        """Send a flushed group: alone, or dealt over the topic's queues per message
+        (``spread_batch``), each queue's share split by the caps. A group whose route is
+        not known yet (a fresh producer's first burst) is dealt once the lookup returns."""
         if len(members) == 1:
             self._start_alone(key, members[0], None)
             return
-        parts: list[tuple[MessageQueue | None, int]] = [(None, len(members))]
-        parts = list(self._sender.spread(key.topic, len(members)) or parts)
+        parts = self._sender.spread(key.topic, len(members))
+        if parts is None:
+            self._spawn(self._deal_when_routed, key, members, if_never_ran=self._never_ran(members))
+            return
+        self._deal(key, members, parts)
+
+    def _deal(
+        self,
+        key: GroupKey,
+        members: list[Member],
+        parts: Sequence[tuple[MessageQueue | None, int]],
+    ) -> None:
         start = 0
         for queue, count in parts:
-            part = members[start : start + count]
+            for chunk in self.accumulator.chunks(members[start : start + count]):
+                if len(chunk) == 1:  # the same frame as without batching
+                    self._start_alone(key, chunk[0], queue)
+                else:
+                    self._start_batch(key, chunk, queue)
             start += count
-            if len(part) == 1:  # the same frame as without batching
-                self._start_alone(key, part[0], queue)
-            else:
-                self._start_batch(key, part, queue)
+
+    async def _deal_when_routed(self, key: GroupKey, members: list[Member]) -> None:
+        """Wait for the topic's route (the lookup concurrent sends share), then deal. If
+        the lookup fails, the group goes undealt and its send reports the lookup's error,
+        as any send's does."""
+        deadline = min(m.deadline_ms for m in members)
+        try:
+            await self._sender.routes.get(key.topic, deadline)
+        except ProducerError:
+            self._deal(key, members, [(None, len(members))])
+            return
+        except anyio.get_cancelled_exc_class():
+            self._fail(members, _never_started())
+            raise
+        parts = self._sender.spread(key.topic, len(members))
+        self._deal(key, members, parts or [(None, len(members))])
 
     def _never_ran(self, members: list[Member], plan: SendPlan | None = None) -> Callable[[], None]:
         """What a task cancelled before it ran owes its members (``plan``: the batch's, if

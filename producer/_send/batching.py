@@ -2,8 +2,9 @@
 
 A send made while others are in flight opens its topic's *turn* for this loop turn: sends
 to the same topic made before the flusher runs (the rest of this loop turn, or
-``batch_linger_ms``) join a pending group, and the flusher hands each group on, split by
-the caps on count and bytes - a group of one is sent alone. A send made when no other
+``batch_linger_ms``) join a pending group, and the flusher hands each group on whole: it
+is dealt over the topic's queues, and each queue's share split by the caps on count and
+bytes (:meth:`Accumulator.chunks`) - a share of one is sent alone. A send made when no other
 is in flight goes out at once and alone, exactly as without batching, and opens no turn
 (so a caller sending one message at a time waits no longer and pays nothing for
 batching); a send made while others are in flight opens the turn or joins it
@@ -146,10 +147,11 @@ class Accumulator:
         self._handle = None
         groups, self._groups = self._groups, {}
         for key, members in groups.items():
-            for chunk in self._chunks(members):
-                for member in chunk:
-                    member.sent = True
-                self._launch(key, chunk)
+            live = [member for member in members if not member.cancelled]
+            for member in live:
+                member.sent = True
+            if live:
+                self._launch(key, live)  # dealt over the queues, then split by the caps
 
     def take_pending(self) -> list[Member]:
         """Every member not sent yet, removed (the producer is closing)."""
@@ -159,12 +161,11 @@ class Accumulator:
         groups, self._groups = self._groups, {}
         return [m for members in groups.values() for m in members if not m.cancelled]
 
-    def _chunks(self, members: list[Member]) -> Iterator[list[Member]]:
+    def chunks(self, members: list[Member]) -> Iterator[list[Member]]:
+        """``members`` (one queue's share of a group) split by the caps on count and bytes."""
         chunk: list[Member] = []
         size = 0
         for member in members:
-            if member.cancelled:
-                continue
             grow = member.batch_bytes
             if chunk and (len(chunk) >= self._max_messages or size + grow > self._max_bytes):
                 yield chunk

@@ -95,18 +95,16 @@ class Sender:
         self.hooks = hooks
         self.telemetry = telemetry
         self.clock = clock
-        self._spread_turn = 0
 
     def spread(self, topic: str, count: int) -> list[tuple[MessageQueue, int]] | None:
-        """Where a transparent batch of ``count`` messages to ``topic`` goes, per message
-        (``spread_batch``); ``None`` when the route is not cached yet (the batch then goes
-        as one, and the route lookup is the sender's as for any send)."""
+        """Where a transparent group of ``count`` messages to ``topic`` goes, per message
+        (``spread_batch``); ``None`` when the route is not cached yet (the group is then
+        dealt once the lookup returns)."""
         route = self.routes.cached(topic)
         if route is None or not len(route.snapshot):
             return None
-        self._spread_turn += 1
         now = int(self.clock.monotonic_ms())
-        return spread_batch(self.router, route.snapshot, count, now_ms=now, turn=self._spread_turn)
+        return spread_batch(self.router, route.snapshot, count, now_ms=now)
 
     async def run(self, job: SendJob, plan: SendPlan) -> SendResult | None:
         """The whole send: backpressure, route, attempts; raises the final error.
