@@ -173,7 +173,7 @@ class Producer(AsyncLifecycle):
         self._publish_trace = None
         if self._trace is not None:  # one record per answered attempt (Pub), batched
             wall_ms = lambda: self._clock.wall_ms()  # noqa: E731 - the clock is set at start
-            self._publish_trace = PublishTrace(self._trace.append, group, wall_ms)
+            self._publish_trace = PublishTrace(self._trace.append, group, wall_ms, namespace)
         self._trace_sender: TraceSender | None = None
         self._hooks = HookRunner(hooks)
         self._uniq_keys = shared_uniq_key_generator()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from producer._consume.message import ReceivedMessage
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
+from producer._remoting.namespace import unwrap
 from producer._remoting.properties import KEYS, MSG_REGION, TRACE_ON
 from producer._remoting.trace import (
     TRACE_TOPIC,
@@ -67,10 +68,13 @@ class PublishTrace:
     :data:`~producer._send.sender.AnswerObserver`, called on the send's own path, so it
     only builds the records and hands them over."""
 
-    def __init__(self, append: Append, group: str, wall_ms: Callable[[], int]) -> None:
+    def __init__(
+        self, append: Append, group: str, wall_ms: Callable[[], int], namespace: str | None = None
+    ) -> None:
         self._append = append
-        self.group = group
+        self.group = unwrap(group, namespace)  # the user's names, as Java's withoutNamespace
         self._wall_ms = wall_ms
+        self.namespace = namespace
 
     def __call__(
         self,
@@ -93,7 +97,7 @@ class PublishTrace:
                     timestamp=started,
                     region_id=result.region_id,
                     group=self.group,
-                    topic=queue.topic,
+                    topic=unwrap(queue.topic, self.namespace),
                     msg_id=msg_id,
                     tags=message.tags,
                     keys=_keys(message.keys),

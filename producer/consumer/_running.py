@@ -19,6 +19,7 @@ from producer._client.host import shared_uniq_key_generator
 from producer._client.routes import RouteTable
 from producer._consume.offsets import OffsetTable
 from producer._remoting.consumer_requests import MessageModel
+from producer._remoting.namespace import unwrap
 from producer._remoting.request_table import RequestHandler
 from producer._trace.dispatcher import TraceDispatcher, trace_group
 from producer._trace.records import ConsumeTrace
@@ -81,7 +82,9 @@ async def start_running(
         telemetry=telemetry,
         clock_ms=clock.monotonic_ms,
         guard=options.guard(),
-        trace=None if trace is None else _consume_trace(trace, who.group, clock),
+        trace=None
+        if trace is None
+        else _consume_trace(trace, unwrap(who.group, who.namespace), clock),
     )
     consumption = kind(
         call, api=api, offsets=offsets, options=options, tg=tg, now_ms=clock.monotonic_ms

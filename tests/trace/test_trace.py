@@ -214,3 +214,28 @@ async def test_the_trace_command_reads_a_journey_and_says_when_there_is_none() -
         assert await run_trace(missing, io.StringIO()) == 1
         unknown = argparse.Namespace(msg_id="x", namesrv=cluster.namesrv_addr, topic="NoTraces")
         assert await run_trace(unknown, out) == 2
+
+
+async def test_a_namespaced_client_traces_its_own_names() -> None:
+    """Java's trace hooks write ``withoutNamespace`` names: the user's topic and group."""
+    with DevClusterThread(brokers=1, topics={"nsA%Orders": 1}) as cluster:
+        namesrv = cluster.namesrv_addr
+        async with Producer("P", namesrv, namespace="nsA", trace=True) as producer:
+            sent = await producer.send(Message("Orders", b"x"))
+        done = anyio.Event()
+
+        def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+            done.set()
+            return ConsumeStatus.SUCCESS
+
+        consumer = PushConsumer(
+            "C", namesrv, listener=listener, consume_from="first", trace=True, namespace="nsA"
+        )
+        consumer.subscribe("Orders")
+        async with consumer:
+            with anyio.fail_after(60):
+                await done.wait()
+        records = stored_records(cluster)
+    (pub,) = [r for r in records if isinstance(r, PubRecord)]
+    assert (pub.group, pub.topic, pub.msg_id) == ("P", "Orders", sent.msg_id)
+    assert {r.group for r in records if isinstance(r, SubAfterRecord)} == {"C"}
