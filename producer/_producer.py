@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import logging
 import os
 import random
@@ -19,7 +18,7 @@ from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.keywords import known_keywords
 from producer._client.routes import parse_namesrv
 from producer._client.upkeep import Maintenance
-from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.command import RemotingCommand
@@ -47,7 +46,6 @@ from producer._transport import Connector, current_runtime
 from producer._transport.base import client_tls
 from producer.errors import (
     LocalProtocolError,
-    ProducerClosedError,
     ProducerError,
     SendTimeout,
 )
@@ -55,19 +53,9 @@ from producer.errors import (
 log = logging.getLogger("producer")
 
 
-_RUNS_ONCE = (
-    "a Producer is started once and closed once (closing again is a no-op); "
-    "create a new Producer to send again"
-)
-
-
-class ProducerState(enum.Enum):
-    """A producer's life cycle: new -> running (``start``) -> closing -> closed (``close``)."""
-
-    NEW = "new"
-    RUNNING = "running"
-    CLOSING = "closing"
-    CLOSED = "closed"
+#: The life-cycle states of a producer: every client's :class:`LifecycleState` (the name
+#: users of the producer know it by).
+ProducerState = LifecycleState
 
 
 class Producer(AsyncLifecycle):
@@ -84,6 +72,8 @@ class Producer(AsyncLifecycle):
     in batches, never failing a send. ``clock``,
     ``rng`` and ``connector`` are for tests and embedding.
     """
+
+    _kind = "producer"
 
     @known_keywords
     def __init__(
@@ -183,7 +173,7 @@ class Producer(AsyncLifecycle):
             max_in_flight, max_in_flight_bytes, fail_fast=backpressure == "fail"
         )
         self._tracker = SendTracker()
-        self.state = ProducerState.NEW
+        self.state = LifecycleState.NEW
         self._running: Running | None = None  # built by start(), kept after aclose()
         self._telemetry = Telemetry(self.group)
         #: Serves requests brokers start on our connections (a TransactionProducer's
@@ -201,7 +191,7 @@ class Producer(AsyncLifecycle):
     def __exit__(self, *exc_info: object) -> None: ...  # pragma: no cover - never entered
 
     def __del__(self, _warn: Any = warnings.warn) -> None:
-        if getattr(self, "state", None) is ProducerState.RUNNING:
+        if getattr(self, "state", None) is LifecycleState.RUNNING:
             _warn(
                 f"unclosed {self!r}: use `async with` or `await producer.aclose()`",
                 ResourceWarning,
@@ -211,13 +201,12 @@ class Producer(AsyncLifecycle):
     async def start(self) -> None:
         """Open the connection pool and start the background upkeep (call from one task
         that also calls :meth:`aclose`; ``async with`` does both)."""
-        if self.state is not ProducerState.NEW:
-            raise LocalProtocolError(f"start() on a {self.state.value} producer: {_RUNS_ONCE}")
+        self._refuse_start()
         runtime = current_runtime()
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         connector = self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer)
         self._running = await start_running(self._parts(), runtime, connector, self._clock)
-        self.state = ProducerState.RUNNING
+        self.state = LifecycleState.RUNNING
         if self._trace is not None:
             maintenance = self._running.maintenance
             self._trace_sender = TraceSender(
@@ -260,13 +249,13 @@ class Producer(AsyncLifecycle):
     async def aclose(self) -> None:
         """Stop taking sends, let in-flight ones finish within ``close_timeout_ms``, cancel the
         rest (their futures fail with ProducerClosedError), unregister, close connections."""
-        if self.state in (ProducerState.CLOSING, ProducerState.CLOSED):
+        if self.state in ENDED:
             return
-        if self.state is ProducerState.NEW:
-            self.state = ProducerState.CLOSED
+        if self.state is LifecycleState.NEW:
+            self.state = LifecycleState.CLOSED
             return
         running = self._open()  # running: on the wrong loop this raises
-        self.state = ProducerState.CLOSING
+        self.state = LifecycleState.CLOSING
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
             await self._limiter.wait_idle()  # in-flight sends finish, or are cancelled below
         if self._trace is not None:  # the traces of what was sent, before the pool closes
@@ -281,7 +270,7 @@ class Producer(AsyncLifecycle):
         # Not wrapped in a scope of ours: the pool exits the connector's task group, which
         # was entered before any scope opened here (trio insists on that order).
         cancelled = await exit_noting_cancel(running.pool) or cancelled
-        self.state = ProducerState.CLOSED
+        self.state = LifecycleState.CLOSED
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled
 
@@ -417,7 +406,7 @@ class Producer(AsyncLifecycle):
     def _open(self) -> Running:
         """The running state, if this producer is running and on its own loop; else why not."""
         running = self._running
-        if self.state is ProducerState.RUNNING and running is not None:
+        if self.state is LifecycleState.RUNNING and running is not None:
             if not running.runtime.is_current():
                 raise ProducerError(
                     f"producer {self.group!r} was started on another event loop: a producer "
@@ -425,12 +414,7 @@ class Producer(AsyncLifecycle):
                     "asyncio.run), or use producer.blocking.Producer from threads"
                 )
             return running
-        if self.state is ProducerState.NEW:
-            raise ProducerClosedError(
-                f"producer {self.group!r} is not started: use `async with Producer(...)` "
-                "or `await producer.start()` first"
-            )
-        raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}: {_RUNS_ONCE}")
+        raise self._not_running()
 
     def _prepared(self, message: Message) -> PreparedMessage:
         if not isinstance(message, Message):

@@ -32,7 +32,7 @@ import anyio
 
 from producer._client.keywords import same_parameters
 from producer._consume.message import ReceivedMessage
-from producer._lifecycle import AsyncLifecycle
+from producer._lifecycle import AsyncLifecycle, LifecycleState
 from producer._producer import Producer as AsyncProducer
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
@@ -62,9 +62,15 @@ class _OnLoopThread(ClosesOnExit):
     def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self._submit(coroutine).result()
 
+    @property
+    def state(self) -> LifecycleState:
+        """Where the async client behind this facade is in its life cycle."""
+        return self._life_owner.state
+
     def _live_on_loop(self, owner: AsyncLifecycle) -> None:
         """Start ``owner`` in one task of the loop that also closes it (its task group
         insists on that); returns once started, raising what start() raised."""
+        self._life_owner = owner
         self._closing: asyncio.Event | None = None
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._life = self._thread.submit(self._live(owner, started))

@@ -18,8 +18,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from producer._consume.message import ReceivedMessage
-from producer._lifecycle import AsyncLifecycle
-from producer._producer import Producer, ProducerState
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
+from producer._producer import Producer
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message
 from producer._remoting.message_codec import parse_offset_msg_id
@@ -127,6 +127,8 @@ class TransactionProducer(AsyncLifecycle):
     and closed with this one, and sends ordinary messages as usual.
     """
 
+    _kind = "producer"
+
     def __init__(
         self,
         producer: Producer,
@@ -139,7 +141,7 @@ class TransactionProducer(AsyncLifecycle):
     ) -> None:
         if not isinstance(producer, Producer):
             raise InvalidOptionError(f"producer must be a producer.Producer, got {producer!r}")
-        if producer.state is not ProducerState.NEW or producer.peer_handler is not None:
+        if producer.state is not LifecycleState.NEW or producer.peer_handler is not None:
             raise InvalidOptionError("wrap a new Producer: it must not be started or wrapped")
         if not callable(check):
             raise InvalidOptionError(f"check must be callable, got {check!r}")
@@ -154,7 +156,7 @@ class TransactionProducer(AsyncLifecycle):
         self._open_halves: dict[str, SendResult] = {}  # two-step halves not ended yet
         self._announced: set[str] = set()
         self._tg: TaskGroup | None = None
-        self._closing = False
+        self.state = LifecycleState.NEW
         self.checks = CheckServer(
             producer.group,
             check,
@@ -186,10 +188,12 @@ class TransactionProducer(AsyncLifecycle):
     async def start(self) -> None:
         """Start the producer and the check listener, and announce the ``topics`` so brokers
         know whom to check. ``async with`` calls it."""
+        self._refuse_start()
         await self.producer.start()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self.checks.start(self._tg)
+        self.state = LifecycleState.RUNNING
         for topic in self.topics:
             await self._announce_topic(topic)
 
@@ -198,9 +202,9 @@ class TransactionProducer(AsyncLifecycle):
         let running ``execute`` calls end and answer queued checks; then close the
         producer. Checks left unanswered and two-step halves left open are the broker's to
         ask about again (T7): nothing waits for them."""
-        if self._closing:
+        if self.state in ENDED:
             return
-        self._closing = True
+        self.state = LifecycleState.CLOSING
         budget_ms = self.producer.options.close_timeout_ms
         with anyio.move_on_after(budget_ms / 1000.0):
             await self._executing.wait_idle()
@@ -215,6 +219,7 @@ class TransactionProducer(AsyncLifecycle):
             self._tg.cancel_scope.cancel()
             await self._tg.__aexit__(None, None, None)
         await self.producer.aclose()
+        self.state = LifecycleState.CLOSED
 
     # -- one step ------------------------------------------------------------------------
 
@@ -293,7 +298,7 @@ class TransactionProducer(AsyncLifecycle):
     # -- internals -----------------------------------------------------------------------
 
     async def _send_half(self, message: Message, timeout_ms: float | None) -> SendResult:
-        if self._closing:
+        if self.state in ENDED:
             raise ProducerClosedError(f"transaction producer {self.group!r} is closing")
         producer = self.producer
         if not isinstance(message, Message):  # a list (a batch) cannot be transactional

@@ -28,7 +28,7 @@ from producer._client.clock import Clock
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.pop import PoppedMessage
 from producer._consume.pop_retry import PopAction, PopStep, pop_step
-from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials
 from producer._remoting.pop_requests import MAX_POP_MESSAGES
 from producer.consumer._listener import ConsumeContext, InFlight, Listener, _takes_context
@@ -55,6 +55,8 @@ class PopConsumer(AsyncLifecycle):
     ``invisible_duration_ms`` must cover the listener's time for a batch: a message not
     acked by then is delivered again (also to another consumer).
     """
+
+    _kind = "consumer"
 
     def __init__(
         self,
@@ -101,7 +103,7 @@ class PopConsumer(AsyncLifecycle):
         self._in_flight = InFlight()
         self._cached = 0
         self._room = anyio.Event()
-        self._stopping = False
+        self.state = LifecycleState.NEW
         self._ack_pending: list[PoppedMessage] = []
         self._ack_round: anyio.Event | None = None
         self.stats = {
@@ -113,16 +115,19 @@ class PopConsumer(AsyncLifecycle):
         }
 
     def __repr__(self) -> str:
-        return f"PopConsumer({self.group!r}, cached={self._cached}, {self.stats})"
+        return (
+            f"PopConsumer({self.group!r}, {self.state.value}, cached={self._cached}, {self.stats})"
+        )
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         """Consume ``topic``'s messages whose tag is in ``expression`` (``*``: all)."""
-        if self._tg is not None:
+        if self.state is not LifecycleState.NEW:
             raise LocalProtocolError("subscribe() before start()")
         self.pop.subscribe(topic, expression)
 
     async def start(self) -> None:
         """Check the brokers can pop (5.x), then pop and consume until :meth:`aclose`."""
+        self._refuse_start()
         if not self.pop.subscriptions():
             raise InvalidOptionError("nothing subscribed: call subscribe(topic) before start()")
         await self.pop.start()
@@ -133,7 +138,8 @@ class PopConsumer(AsyncLifecycle):
             raise
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._tg.start_soon(self._pop_loop)
+        self.state = LifecycleState.RUNNING
+        self._tg.start_soon(self._pop_loop, self._tg)
 
     async def wait_idle(self) -> None:
         """Return once no batch is being consumed or settled (acked, hidden, dead-lettered)."""
@@ -142,7 +148,9 @@ class PopConsumer(AsyncLifecycle):
     async def aclose(self) -> None:
         """Stop popping, let batches in flight settle (up to ``close_timeout_ms``), close.
         Messages popped and not settled come back once their invisible time runs out."""
-        self._stopping = True
+        if self.state in ENDED:
+            return
+        self.state = LifecycleState.CLOSING
         tg, self._tg = self._tg, None
         if tg is not None:
             with anyio.move_on_after(self.close_timeout_ms / 1000.0, shield=True):
@@ -150,16 +158,17 @@ class PopConsumer(AsyncLifecycle):
             tg.cancel_scope.cancel()
             cancelled = await exit_noting_cancel(tg)
             await self.pop.aclose()
+            self.state = LifecycleState.CLOSED
             if cancelled is not None:
                 raise cancelled
         else:
             await self.pop.aclose()
+            self.state = LifecycleState.CLOSED
 
     # -- the loop ------------------------------------------------------------------------
 
-    async def _pop_loop(self) -> None:
-        assert self._tg is not None
-        while not self._stopping:
+    async def _pop_loop(self, tg: anyio.abc.TaskGroup) -> None:
+        while self.state is LifecycleState.RUNNING:
             room = self.max_cached_messages - self._cached
             if room <= 0:
                 self._room = anyio.Event()
@@ -182,11 +191,11 @@ class PopConsumer(AsyncLifecycle):
                     by_queue.setdefault((handle.broker_name, handle.queue_id), []).append(message)
                 for messages in by_queue.values():
                     self._in_flight.enter()
-                    self._tg.start_soon(self._consume_in_order, messages)
+                    tg.start_soon(self._consume_in_order, messages)
                 continue
             if popped:  # one task per pop: its batches in turn (pops run side by side)
                 self._in_flight.enter()
-                self._tg.start_soon(self._consume_all, popped)
+                tg.start_soon(self._consume_all, popped)
 
     async def _consume_all(self, messages: list[PoppedMessage]) -> None:
         try:

@@ -27,7 +27,7 @@ from anyio.abc import TaskGroup
 
 from producer._client.clock import Clock, LoopClock
 from producer._consume.message import ReceivedMessage
-from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials
 from producer._remoting.message import MessageQueue
 from producer._remoting.namespace import check_namespace, unwrap, wrap
@@ -73,6 +73,8 @@ class PullConsumer(AsyncLifecycle):
     :class:`~producer.errors.OffsetOutOfRangeError` with ``offset_out_of_range="raise"``.
     """
 
+    _kind = "consumer"
+
     def __init__(
         self,
         group: str,
@@ -111,7 +113,7 @@ class PullConsumer(AsyncLifecycle):
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
-        self._closed = False
+        self.state = LifecycleState.NEW
         self._positions: dict[MessageQueue, int | None] = {}
         self._subscriptions: dict[str, Subscription] = {}
         self._buffer = PullBuffer()  # for ``async for``; and what commit() stores
@@ -120,7 +122,7 @@ class PullConsumer(AsyncLifecycle):
         self._checked: set[str] = set()  # topics whose SQL92 filter a broker accepted
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open" if self._api else "new"
+        state = self.state.value
         return f"PullConsumer({self.group!r}, {state}, queues={len(self._positions)})"
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -128,8 +130,7 @@ class PullConsumer(AsyncLifecycle):
     async def start(self) -> None:
         """Open the connections and start heartbeating; call :meth:`aclose` from the same
         task (``async with`` does: the heartbeat's task group insists on it)."""
-        if self._api is not None or self._closed:
-            raise LocalProtocolError("start() once, on a new PullConsumer")
+        self._refuse_start()
         runtime = current_runtime()
         clock = self._clock or LoopClock(runtime.loop_time)
         self._pool, self._api = await open_api(
@@ -141,11 +142,14 @@ class PullConsumer(AsyncLifecycle):
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._heartbeat.run)
+        self.state = LifecycleState.RUNNING
 
     async def aclose(self) -> None:
         """Unregister from the brokers and close the connections; nothing is committed
         (call :meth:`commit` first)."""
-        self._closed = True
+        if self.state in ENDED:
+            return
+        self.state = LifecycleState.CLOSING
         pool, self._pool, api, self._api = self._pool, None, self._api, None
         tg, self._tg = self._tg, None
         cancelled = None
@@ -157,6 +161,7 @@ class PullConsumer(AsyncLifecycle):
                 await api.unregister(self._who.connect_timeout_ms)
         if pool is not None:
             cancelled = await exit_noting_cancel(pool) or cancelled
+        self.state = LifecycleState.CLOSED
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled
 
@@ -300,7 +305,7 @@ class PullConsumer(AsyncLifecycle):
 
     async def __anext__(self) -> ReceivedMessage:
         while not self._buffer:
-            if self._closed:
+            if self.state in ENDED:
                 raise StopAsyncIteration
             for pulled in (await self._round(self._chosen(()), ITER_POLL_MS, None)).values():
                 self._buffer.add(pulled)
@@ -420,7 +425,7 @@ class PullConsumer(AsyncLifecycle):
 
     def _open(self) -> BrokerApi:
         if self._api is None:
-            raise LocalProtocolError("use `async with PullConsumer(...)` (or start()) first")
+            raise self._not_running()
         return self._api
 
 

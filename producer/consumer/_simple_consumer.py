@@ -32,7 +32,7 @@ from producer._consume.pop import (
     decide,
     popped_messages,
 )
-from producer._lifecycle import AsyncLifecycle
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials
 from producer._remoting.codes import POP_BROKER_VERSION, V5_2_0, version_name
 from producer._remoting.pop_batch_ack import batch_ack_request
@@ -92,6 +92,8 @@ class SimpleConsumer(AsyncLifecycle):
     before it are acked (or their invisible time runs out, and they come again first).
     """
 
+    _kind = "consumer"
+
     def __init__(
         self,
         group: str,
@@ -124,7 +126,7 @@ class SimpleConsumer(AsyncLifecycle):
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
-        self._closed = False
+        self.state = LifecycleState.NEW
         self._subscriptions: dict[str, str] = {}
         self._versions: dict[str, int] = {}
         self._normal_topics: set[tuple[str, str]] = set()  # (broker address, topic) not FIFO
@@ -132,26 +134,29 @@ class SimpleConsumer(AsyncLifecycle):
         self._buffer: deque[PoppedMessage] = deque()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open" if self._api else "new"
+        state = self.state.value
         return f"SimpleConsumer({self.group!r}, {state}, topics={sorted(self._subscriptions)})"
 
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
         """Open the connections (``async with`` does this and :meth:`aclose`)."""
-        if self._api is not None or self._closed:
-            raise LocalProtocolError("start() once, on a new SimpleConsumer")
+        self._refuse_start()
         runtime = current_runtime()
         self._clock = self._clock_option or LoopClock(runtime.loop_time)
         self._pool, self._api = await open_api(runtime, self._who, self._clock, self._rng)
+        self.state = LifecycleState.RUNNING
 
     async def aclose(self) -> None:
         """Close the connections. Messages received and not acked come back to the group
         once their invisible time runs out."""
-        self._closed = True
+        if self.state in ENDED:
+            return
+        self.state = LifecycleState.CLOSING
         pool, self._pool, self._api = self._pool, None, None
         if pool is not None:
             await pool.__aexit__(None, None, None)
+        self.state = LifecycleState.CLOSED
 
     # -- subscriptions -------------------------------------------------------------------
 
@@ -203,7 +208,7 @@ class SimpleConsumer(AsyncLifecycle):
 
     async def __anext__(self) -> PoppedMessage:
         while not self._buffer:
-            if self._closed:
+            if self.state in ENDED:
                 raise StopAsyncIteration
             self._buffer.extend(await self.receive())
         return self._buffer.popleft()
@@ -339,7 +344,7 @@ class SimpleConsumer(AsyncLifecycle):
 
     def _open(self) -> tuple[BrokerApi, Clock]:
         if self._api is None or self._clock is None:
-            raise LocalProtocolError("use `async with SimpleConsumer(...)` (or start()) first")
+            raise self._not_running()
         return self._api, self._clock
 
 
