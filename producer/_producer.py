@@ -15,7 +15,7 @@ import anyio
 from latency_fault import make_router
 from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
-from producer._client.keywords import known_keywords
+from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
 from producer._client.upkeep import Maintenance
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
@@ -74,8 +74,13 @@ class Producer(AsyncLifecycle):
     """
 
     _kind = "producer"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: ProducerOptions
 
-    @known_keywords
+    @takes_options(
+        ProducerOptions,
+        wiring=("credentials", "ssl", "hooks", "trace", "clock", "rng", "connector"),
+    )
     def __init__(
         self,
         group: str,
@@ -114,45 +119,19 @@ class Producer(AsyncLifecycle):
         rng: random.Random | None = None,
         connector: Connector | None = None,
     ) -> None:
-        self.options = ProducerOptions(
-            send_timeout_ms=send_timeout_ms,
-            retry_times_when_send_failed=retry_times_when_send_failed,
-            retry_times_when_send_async_failed=retry_times_when_send_async_failed,
-            retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
-            max_message_size=max_message_size,
-            compress_over=compress_over,
-            compress_level=compress_level,
-            compress_type=compress_type,
-            timer_max_delay_ms=timer_max_delay_ms,
-            retry_policy=retry_policy,
-            routing=routing,
-            route_refresh_interval_ms=route_refresh_interval_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms,
-            probe_interval_ms=probe_interval_ms,
-            connect_timeout_ms=connect_timeout_ms,
-            max_in_flight=max_in_flight,
-            max_in_flight_bytes=max_in_flight_bytes,
-            backpressure=backpressure,
-            close_timeout_ms=close_timeout_ms,
-            auto_create_topic=auto_create_topic,
-            batching=batching,
-            batch_max_messages=batch_max_messages,
-            batch_max_bytes=batch_max_bytes,
-            batch_linger_ms=batch_linger_ms,
-            namespace=namespace,
-        )
-        self.group = group = wrap(namespace, group)  # as Java's getProducerGroup()
+        options = self.options  # built from the keywords above by @takes_options
+        self.group = group = wrap(options.namespace, group)  # as Java's getProducerGroup()
         self.namesrv_addrs = parse_namesrv(namesrv)
         self._signer = signer_for(credentials)
         self._tls = client_tls(ssl)
-        DEFAULT_CODECS.require(self.options.codec)  # a missing lz4/zstandard: say so now
+        DEFAULT_CODECS.require(options.codec)  # a missing lz4/zstandard: say so now
         self._factory = SendRequestFactory(
             group,
-            compress_threshold=compress_over,
-            compress_level=compress_level,
-            compress_codec=self.options.codec,
-            max_message_size=max_message_size,
-            namespace=namespace,
+            compress_threshold=options.compress_over,
+            compress_level=options.compress_level,
+            compress_codec=options.codec,
+            max_message_size=options.max_message_size,
+            namespace=options.namespace,
         )
         self._rng = rng or random.Random()
         self._given_clock = clock
@@ -168,9 +147,11 @@ class Producer(AsyncLifecycle):
         self._hooks = HookRunner(hooks)
         self._uniq_keys = shared_uniq_key_generator()
         self.client_id = f"{local_ipv4()}@{os.getpid()}#{self._rng.getrandbits(32):08x}"
-        self.router = make_router(self.options.routing, self._rng)
+        self.router = make_router(options.routing, self._rng)
         self._limiter = InFlightLimiter(
-            max_in_flight, max_in_flight_bytes, fail_fast=backpressure == "fail"
+            options.max_in_flight,
+            options.max_in_flight_bytes,
+            fail_fast=options.backpressure == "fail",
         )
         self._tracker = SendTracker()
         self.state = LifecycleState.NEW

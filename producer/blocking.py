@@ -39,6 +39,7 @@ from producer._remoting.message import Message, MessageQueue
 from producer._remoting.transaction import TransactionState
 from producer._send.future import OnException, OnSuccess
 from producer._send.result import SendResult
+from producer._transactions.options import TransactionOptions
 from producer._transactions.producer import TransactionProducer as AsyncTransactionProducer
 from producer._transactions.producer import TransactionResult
 from producer._transport.loop_thread import ClosesOnExit, LoopThread
@@ -49,6 +50,7 @@ __all__ = ["Producer", "PullConsumer", "TransactionProducer"]
 
 T = TypeVar("T")
 log = logging.getLogger("producer.transactions")
+_T = TransactionOptions()  # the transaction options' defaults, written once there
 
 
 class _OnLoopThread(ClosesOnExit):
@@ -228,7 +230,7 @@ class TransactionProducer(Producer):
         namesrv: str | Sequence[str],
         *,
         check: Callable[[ReceivedMessage], TransactionState],
-        check_timeout_ms: float = 3000.0,
+        check_timeout_ms: float = _T.check_timeout_ms,
         topics: Sequence[str] = (),
         **options: Any,
     ) -> None:

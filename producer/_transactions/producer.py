@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 from anyio.abc import TaskGroup
 
+from producer._client.keywords import takes_options
 from producer._consume.message import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._producer import Producer
@@ -39,6 +40,7 @@ from producer._send.result import SendResult
 from producer._send.sender import SendJob
 from producer._transactions.checks import CheckFunction, CheckServer, describe
 from producer._transactions.ledger import HalfCopy, TransactionLedger
+from producer._transactions.options import TransactionOptions
 from producer.errors import (
     InvalidOptionError,
     LocalProtocolError,
@@ -49,6 +51,7 @@ from producer.errors import (
 )
 
 log = logging.getLogger("producer.transactions")
+_T = TransactionOptions()  # the defaults, written once there
 
 #: The local transaction: the message (its ``msg_id`` set to the half's UNIQ_KEY) -> state.
 ExecuteFunction = Callable[[Message], "TransactionState | Awaitable[TransactionState]"]
@@ -128,16 +131,19 @@ class TransactionProducer(AsyncLifecycle):
     """
 
     _kind = "producer"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: TransactionOptions
 
+    @takes_options(TransactionOptions, wiring=("check",))
     def __init__(
         self,
         producer: Producer,
         *,
         check: CheckFunction,
-        check_timeout_ms: float = 3000.0,
-        check_workers: int = 1,
-        max_pending_checks: int = 2000,
-        topics: Sequence[str] = (),
+        check_timeout_ms: float = _T.check_timeout_ms,
+        check_workers: int = _T.check_workers,
+        max_pending_checks: int = _T.max_pending_checks,
+        topics: Sequence[str] = _T.topics,
     ) -> None:
         if not isinstance(producer, Producer):
             raise InvalidOptionError(f"producer must be a producer.Producer, got {producer!r}")
@@ -145,12 +151,9 @@ class TransactionProducer(AsyncLifecycle):
             raise InvalidOptionError("wrap a new Producer: it must not be started or wrapped")
         if not callable(check):
             raise InvalidOptionError(f"check must be callable, got {check!r}")
-        if check_workers < 1 or max_pending_checks < 1 or not check_timeout_ms > 0:
-            raise InvalidOptionError(
-                "check_workers and max_pending_checks must be >= 1 and check_timeout_ms > 0"
-            )
+        options = self.options  # built from the keywords above by @takes_options
         self.producer = producer
-        self.topics = tuple(topics)
+        self.topics = tuple(options.topics)
         self._executing = _Executing()
         self.ledger = TransactionLedger()
         self._open_halves: dict[str, SendResult] = {}  # two-step halves not ended yet
@@ -165,9 +168,9 @@ class TransactionProducer(AsyncLifecycle):
             ledger=self.ledger,
             now_ms=self._now_ms,
             broker_name=self._broker_name,
-            timeout_ms=check_timeout_ms,
-            workers=check_workers,
-            max_pending=max_pending_checks,
+            timeout_ms=options.check_timeout_ms,
+            workers=options.check_workers,
+            max_pending=options.max_pending_checks,
             namespace=producer.options.namespace,
         )
         producer.peer_handler = self.checks.serve

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from producer._client.clock import Clock, LoopClock
+from producer._client.keywords import takes_options
 from producer._consume.message import ReceivedMessage, decode_pulled
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials
@@ -28,6 +29,7 @@ from producer._send.result import SendResult
 from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
+from producer.consumer._options import CONNECT_TIMEOUT_MS, DeadLetterOptions
 from producer.errors import LocalProtocolError, NoRouteError
 
 __all__ = ["DeadLetterQueue"]
@@ -100,7 +102,10 @@ class DeadLetterQueue(AsyncLifecycle):
     """``async with DeadLetterQueue("my-group", namesrv) as dlq: await dlq.read()``."""
 
     _kind = "dead-letter queue"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: DeadLetterOptions
 
+    @takes_options(DeadLetterOptions, wiring=("credentials", "ssl", "clock", "rng"))
     def __init__(
         self,
         group: str,
@@ -110,12 +115,13 @@ class DeadLetterQueue(AsyncLifecycle):
         ssl: bool | ssl_module.SSLContext | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
-        connect_timeout_ms: float = 3000.0,
+        connect_timeout_ms: float = CONNECT_TIMEOUT_MS,
     ) -> None:
         check_group(group, role="consumer")
         self.group = group
         self.topic = dlq_topic(group)
-        self._who = Identity.of_tool(group, "dlq", namesrv, credentials, ssl, connect_timeout_ms)
+        timeout_ms = self.options.connect_timeout_ms
+        self._who = Identity.of_tool(group, "dlq", namesrv, credentials, ssl, timeout_ms)
         self._clock = clock
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None

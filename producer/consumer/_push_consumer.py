@@ -20,7 +20,7 @@ import anyio
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
-from producer._client.keywords import known_keywords
+from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
 from producer._consume.allocate import allocate_averagely
 from producer._consume.decisions import StartFrom, start_from
@@ -46,7 +46,7 @@ from producer.consumer._connect import Identity
 from producer.consumer._listener import Listener
 from producer.consumer._offset_stores import DEFAULT_OFFSET_DIR, BrokerOffsets
 from producer.consumer._options import DEFAULT_OPTIONS as _C
-from producer.consumer._options import TUNING, ConsumerOptions
+from producer.consumer._options import ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
 from producer.consumer._route_watch import RouteWatch
@@ -73,8 +73,16 @@ class PushConsumer(AsyncLifecycle):
     """
 
     _kind = "consumer"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: ConsumerOptions
 
-    @known_keywords
+    @takes_options(
+        ConsumerOptions,
+        wiring=(
+            "listener", "instance_name", "namespace", "offset_store_dir", "credentials",
+            "ssl", "trace", "clock", "rng",
+        ),
+    )  # fmt: skip
     def __init__(
         self,
         group: str,
@@ -119,9 +127,6 @@ class PushConsumer(AsyncLifecycle):
         self.namespace = check_namespace(namespace)
         self.group = group = namespaced_group(namespace, group)  # as getConsumerGroup()
         self.namesrv_addrs = parse_namesrv(namesrv)
-        # The options as given (None: the default for the mode), checked once by build.
-        given = {k: v for k, v in locals().items() if k in TUNING and v is not None}
-        self.options = ConsumerOptions.build(model=model, consume_from=consume_from, **given)
         self.listener = listener
         broadcasting = self.options.model is MessageModel.BROADCASTING
         # Java keeps "DEFAULT" for broadcasting, so its offsets file is found again after
