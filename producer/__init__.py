@@ -3,6 +3,7 @@
 The public surface is re-exported here; modules whose names start with ``_`` are private.
 """
 
+from producer._lifecycle import LifecycleState
 from producer._producer import Producer, ProducerState
 from producer._remoting.acl import Credentials
 from producer._remoting.codes import SendStatus
@@ -21,6 +22,7 @@ __all__ = [
     # the producer and its settings
     "Producer",
     "ProducerState",
+    "LifecycleState",
     "RetryPolicy",
     "AttemptContext",
     # transactions

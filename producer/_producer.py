@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import logging
 import os
 import random
@@ -16,10 +15,10 @@ import anyio
 from latency_fault import make_router
 from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
-from producer._client.keywords import known_keywords
+from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
 from producer._client.upkeep import Maintenance
-from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.command import RemotingCommand
@@ -47,7 +46,6 @@ from producer._transport import Connector, current_runtime
 from producer._transport.base import client_tls
 from producer.errors import (
     LocalProtocolError,
-    ProducerClosedError,
     ProducerError,
     SendTimeout,
 )
@@ -55,19 +53,9 @@ from producer.errors import (
 log = logging.getLogger("producer")
 
 
-_RUNS_ONCE = (
-    "a Producer is started once and closed once (closing again is a no-op); "
-    "create a new Producer to send again"
-)
-
-
-class ProducerState(enum.Enum):
-    """A producer's life cycle: new -> running (``start``) -> closing -> closed (``close``)."""
-
-    NEW = "new"
-    RUNNING = "running"
-    CLOSING = "closing"
-    CLOSED = "closed"
+#: The life-cycle states of a producer: every client's :class:`LifecycleState` (the name
+#: users of the producer know it by).
+ProducerState = LifecycleState
 
 
 class Producer(AsyncLifecycle):
@@ -85,7 +73,14 @@ class Producer(AsyncLifecycle):
     ``rng`` and ``connector`` are for tests and embedding.
     """
 
-    @known_keywords
+    _kind = "producer"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: ProducerOptions
+
+    @takes_options(
+        ProducerOptions,
+        wiring=("credentials", "ssl", "hooks", "trace", "clock", "rng", "connector"),
+    )
     def __init__(
         self,
         group: str,
@@ -124,45 +119,19 @@ class Producer(AsyncLifecycle):
         rng: random.Random | None = None,
         connector: Connector | None = None,
     ) -> None:
-        self.options = ProducerOptions(
-            send_timeout_ms=send_timeout_ms,
-            retry_times_when_send_failed=retry_times_when_send_failed,
-            retry_times_when_send_async_failed=retry_times_when_send_async_failed,
-            retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
-            max_message_size=max_message_size,
-            compress_over=compress_over,
-            compress_level=compress_level,
-            compress_type=compress_type,
-            timer_max_delay_ms=timer_max_delay_ms,
-            retry_policy=retry_policy,
-            routing=routing,
-            route_refresh_interval_ms=route_refresh_interval_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms,
-            probe_interval_ms=probe_interval_ms,
-            connect_timeout_ms=connect_timeout_ms,
-            max_in_flight=max_in_flight,
-            max_in_flight_bytes=max_in_flight_bytes,
-            backpressure=backpressure,
-            close_timeout_ms=close_timeout_ms,
-            auto_create_topic=auto_create_topic,
-            batching=batching,
-            batch_max_messages=batch_max_messages,
-            batch_max_bytes=batch_max_bytes,
-            batch_linger_ms=batch_linger_ms,
-            namespace=namespace,
-        )
-        self.group = group = wrap(namespace, group)  # as Java's getProducerGroup()
+        options = self.options  # built from the keywords above by @takes_options
+        self.group = group = wrap(options.namespace, group)  # as Java's getProducerGroup()
         self.namesrv_addrs = parse_namesrv(namesrv)
         self._signer = signer_for(credentials)
         self._tls = client_tls(ssl)
-        DEFAULT_CODECS.require(self.options.codec)  # a missing lz4/zstandard: say so now
+        DEFAULT_CODECS.require(options.codec)  # a missing lz4/zstandard: say so now
         self._factory = SendRequestFactory(
             group,
-            compress_threshold=compress_over,
-            compress_level=compress_level,
-            compress_codec=self.options.codec,
-            max_message_size=max_message_size,
-            namespace=namespace,
+            compress_threshold=options.compress_over,
+            compress_level=options.compress_level,
+            compress_codec=options.codec,
+            max_message_size=options.max_message_size,
+            namespace=options.namespace,
         )
         self._rng = rng or random.Random()
         self._given_clock = clock
@@ -178,12 +147,14 @@ class Producer(AsyncLifecycle):
         self._hooks = HookRunner(hooks)
         self._uniq_keys = shared_uniq_key_generator()
         self.client_id = f"{local_ipv4()}@{os.getpid()}#{self._rng.getrandbits(32):08x}"
-        self.router = make_router(self.options.routing, self._rng)
+        self.router = make_router(options.routing, self._rng)
         self._limiter = InFlightLimiter(
-            max_in_flight, max_in_flight_bytes, fail_fast=backpressure == "fail"
+            options.max_in_flight,
+            options.max_in_flight_bytes,
+            fail_fast=options.backpressure == "fail",
         )
         self._tracker = SendTracker()
-        self.state = ProducerState.NEW
+        self.state = LifecycleState.NEW
         self._running: Running | None = None  # built by start(), kept after aclose()
         self._telemetry = Telemetry(self.group)
         #: Serves requests brokers start on our connections (a TransactionProducer's
@@ -201,7 +172,7 @@ class Producer(AsyncLifecycle):
     def __exit__(self, *exc_info: object) -> None: ...  # pragma: no cover - never entered
 
     def __del__(self, _warn: Any = warnings.warn) -> None:
-        if getattr(self, "state", None) is ProducerState.RUNNING:
+        if getattr(self, "state", None) is LifecycleState.RUNNING:
             _warn(
                 f"unclosed {self!r}: use `async with` or `await producer.aclose()`",
                 ResourceWarning,
@@ -211,13 +182,12 @@ class Producer(AsyncLifecycle):
     async def start(self) -> None:
         """Open the connection pool and start the background upkeep (call from one task
         that also calls :meth:`aclose`; ``async with`` does both)."""
-        if self.state is not ProducerState.NEW:
-            raise LocalProtocolError(f"start() on a {self.state.value} producer: {_RUNS_ONCE}")
+        self._refuse_start()
         runtime = current_runtime()
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         connector = self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer)
         self._running = await start_running(self._parts(), runtime, connector, self._clock)
-        self.state = ProducerState.RUNNING
+        self.state = LifecycleState.RUNNING
         if self._trace is not None:
             maintenance = self._running.maintenance
             self._trace_sender = TraceSender(
@@ -260,13 +230,13 @@ class Producer(AsyncLifecycle):
     async def aclose(self) -> None:
         """Stop taking sends, let in-flight ones finish within ``close_timeout_ms``, cancel the
         rest (their futures fail with ProducerClosedError), unregister, close connections."""
-        if self.state in (ProducerState.CLOSING, ProducerState.CLOSED):
+        if self.state in ENDED:
             return
-        if self.state is ProducerState.NEW:
-            self.state = ProducerState.CLOSED
+        if self.state is LifecycleState.NEW:
+            self.state = LifecycleState.CLOSED
             return
         running = self._open()  # running: on the wrong loop this raises
-        self.state = ProducerState.CLOSING
+        self.state = LifecycleState.CLOSING
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
             await self._limiter.wait_idle()  # in-flight sends finish, or are cancelled below
         if self._trace is not None:  # the traces of what was sent, before the pool closes
@@ -281,7 +251,7 @@ class Producer(AsyncLifecycle):
         # Not wrapped in a scope of ours: the pool exits the connector's task group, which
         # was entered before any scope opened here (trio insists on that order).
         cancelled = await exit_noting_cancel(running.pool) or cancelled
-        self.state = ProducerState.CLOSED
+        self.state = LifecycleState.CLOSED
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled
 
@@ -417,7 +387,7 @@ class Producer(AsyncLifecycle):
     def _open(self) -> Running:
         """The running state, if this producer is running and on its own loop; else why not."""
         running = self._running
-        if self.state is ProducerState.RUNNING and running is not None:
+        if self.state is LifecycleState.RUNNING and running is not None:
             if not running.runtime.is_current():
                 raise ProducerError(
                     f"producer {self.group!r} was started on another event loop: a producer "
@@ -425,12 +395,7 @@ class Producer(AsyncLifecycle):
                     "asyncio.run), or use producer.blocking.Producer from threads"
                 )
             return running
-        if self.state is ProducerState.NEW:
-            raise ProducerClosedError(
-                f"producer {self.group!r} is not started: use `async with Producer(...)` "
-                "or `await producer.start()` first"
-            )
-        raise ProducerClosedError(f"producer {self.group!r} is {self.state.value}: {_RUNS_ONCE}")
+        raise self._not_running()
 
     def _prepared(self, message: Message) -> PreparedMessage:
         if not isinstance(message, Message):

@@ -32,13 +32,14 @@ import anyio
 
 from producer._client.keywords import same_parameters
 from producer._consume.message import ReceivedMessage
-from producer._lifecycle import AsyncLifecycle
+from producer._lifecycle import AsyncLifecycle, LifecycleState
 from producer._producer import Producer as AsyncProducer
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.transaction import TransactionState
 from producer._send.future import OnException, OnSuccess
 from producer._send.result import SendResult
+from producer._transactions.options import TransactionOptions
 from producer._transactions.producer import TransactionProducer as AsyncTransactionProducer
 from producer._transactions.producer import TransactionResult
 from producer._transport.loop_thread import ClosesOnExit, LoopThread
@@ -49,6 +50,7 @@ __all__ = ["Producer", "PullConsumer", "TransactionProducer"]
 
 T = TypeVar("T")
 log = logging.getLogger("producer.transactions")
+_T = TransactionOptions()  # the transaction options' defaults, written once there
 
 
 class _OnLoopThread(ClosesOnExit):
@@ -62,9 +64,15 @@ class _OnLoopThread(ClosesOnExit):
     def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self._submit(coroutine).result()
 
+    @property
+    def state(self) -> LifecycleState:
+        """Where the async client behind this facade is in its life cycle."""
+        return self._life_owner.state
+
     def _live_on_loop(self, owner: AsyncLifecycle) -> None:
         """Start ``owner`` in one task of the loop that also closes it (its task group
         insists on that); returns once started, raising what start() raised."""
+        self._life_owner = owner
         self._closing: asyncio.Event | None = None
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._life = self._thread.submit(self._live(owner, started))
@@ -222,7 +230,7 @@ class TransactionProducer(Producer):
         namesrv: str | Sequence[str],
         *,
         check: Callable[[ReceivedMessage], TransactionState],
-        check_timeout_ms: float = 3000.0,
+        check_timeout_ms: float = _T.check_timeout_ms,
         topics: Sequence[str] = (),
         **options: Any,
     ) -> None:

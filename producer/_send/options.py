@@ -1,15 +1,19 @@
 """Producer settings: the Java client's names in snake_case, with its defaults, validated.
 
-The defaults are written here and nowhere else: :class:`producer.Producer`'s keyword
-arguments take theirs from :data:`DEFAULT_OPTIONS`. Every duration carries its unit.
+Each option's name, type, default and validation are written here and nowhere else:
+:class:`producer.Producer`'s keyword arguments take their defaults from
+:data:`DEFAULT_OPTIONS` and are checked against these fields when it is defined
+(``producer._client.keywords.takes_options``). Every duration carries its unit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from latency_fault import ROUTER_NAMES
+from producer._client.keywords import Keyword, dataclass_keywords
 from producer._remoting.codecs import Codec
 from producer._remoting.message_codec import DEFAULT_COMPRESS_LEVEL, DEFAULT_COMPRESS_THRESHOLD
 from producer._remoting.namespace import check_namespace
@@ -32,6 +36,9 @@ _LEVELS: dict[Codec, range] = {
 
 @dataclass(frozen=True, slots=True)
 class ProducerOptions:
+    """A :class:`producer.Producer`'s settings, one keyword each (see the README's
+    semantics table), checked when built: a bad value raises InvalidOptionError."""
+
     send_timeout_ms: float = 3000.0
     retry_times_when_send_failed: int = 2
     retry_times_when_send_async_failed: int = 2
@@ -122,7 +129,18 @@ class ProducerOptions:
 
     @property
     def codec(self) -> Codec:
+        """The compression codec ``compress_type`` names."""
         return _CODECS[self.compress_type]
+
+    @classmethod
+    def keywords(cls) -> Mapping[str, Keyword]:
+        """The producer's option keywords: one per field."""
+        return dataclass_keywords(cls)
+
+    @classmethod
+    def from_keywords(cls, given: Mapping[str, object]) -> ProducerOptions:
+        """The options from the keywords given, checked."""
+        return cls(**given)  # type: ignore[arg-type]  # checked by __post_init__
 
 
 DEFAULT_OPTIONS = ProducerOptions()

@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 from anyio.abc import TaskGroup
 
+from producer._client.keywords import takes_options
 from producer._consume.message import ReceivedMessage
-from producer._lifecycle import AsyncLifecycle
-from producer._producer import Producer, ProducerState
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
+from producer._producer import Producer
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message
 from producer._remoting.message_codec import parse_offset_msg_id
@@ -39,6 +40,7 @@ from producer._send.result import SendResult
 from producer._send.sender import SendJob
 from producer._transactions.checks import CheckFunction, CheckServer, describe
 from producer._transactions.ledger import HalfCopy, TransactionLedger
+from producer._transactions.options import TransactionOptions
 from producer.errors import (
     InvalidOptionError,
     LocalProtocolError,
@@ -49,6 +51,7 @@ from producer.errors import (
 )
 
 log = logging.getLogger("producer.transactions")
+_T = TransactionOptions()  # the defaults, written once there
 
 #: The local transaction: the message (its ``msg_id`` set to the half's UNIQ_KEY) -> state.
 ExecuteFunction = Callable[[Message], "TransactionState | Awaitable[TransactionState]"]
@@ -127,34 +130,36 @@ class TransactionProducer(AsyncLifecycle):
     and closed with this one, and sends ordinary messages as usual.
     """
 
+    _kind = "producer"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: TransactionOptions
+
+    @takes_options(TransactionOptions, wiring=("check",))
     def __init__(
         self,
         producer: Producer,
         *,
         check: CheckFunction,
-        check_timeout_ms: float = 3000.0,
-        check_workers: int = 1,
-        max_pending_checks: int = 2000,
-        topics: Sequence[str] = (),
+        check_timeout_ms: float = _T.check_timeout_ms,
+        check_workers: int = _T.check_workers,
+        max_pending_checks: int = _T.max_pending_checks,
+        topics: Sequence[str] = _T.topics,
     ) -> None:
         if not isinstance(producer, Producer):
             raise InvalidOptionError(f"producer must be a producer.Producer, got {producer!r}")
-        if producer.state is not ProducerState.NEW or producer.peer_handler is not None:
+        if producer.state is not LifecycleState.NEW or producer.peer_handler is not None:
             raise InvalidOptionError("wrap a new Producer: it must not be started or wrapped")
         if not callable(check):
             raise InvalidOptionError(f"check must be callable, got {check!r}")
-        if check_workers < 1 or max_pending_checks < 1 or not check_timeout_ms > 0:
-            raise InvalidOptionError(
-                "check_workers and max_pending_checks must be >= 1 and check_timeout_ms > 0"
-            )
+        options = self.options  # built from the keywords above by @takes_options
         self.producer = producer
-        self.topics = tuple(topics)
+        self.topics = tuple(options.topics)
         self._executing = _Executing()
         self.ledger = TransactionLedger()
         self._open_halves: dict[str, SendResult] = {}  # two-step halves not ended yet
         self._announced: set[str] = set()
         self._tg: TaskGroup | None = None
-        self._closing = False
+        self.state = LifecycleState.NEW
         self.checks = CheckServer(
             producer.group,
             check,
@@ -163,9 +168,9 @@ class TransactionProducer(AsyncLifecycle):
             ledger=self.ledger,
             now_ms=self._now_ms,
             broker_name=self._broker_name,
-            timeout_ms=check_timeout_ms,
-            workers=check_workers,
-            max_pending=max_pending_checks,
+            timeout_ms=options.check_timeout_ms,
+            workers=options.check_workers,
+            max_pending=options.max_pending_checks,
             namespace=producer.options.namespace,
         )
         producer.peer_handler = self.checks.serve
@@ -186,10 +191,12 @@ class TransactionProducer(AsyncLifecycle):
     async def start(self) -> None:
         """Start the producer and the check listener, and announce the ``topics`` so brokers
         know whom to check. ``async with`` calls it."""
+        self._refuse_start()
         await self.producer.start()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self.checks.start(self._tg)
+        self.state = LifecycleState.RUNNING
         for topic in self.topics:
             await self._announce_topic(topic)
 
@@ -198,9 +205,9 @@ class TransactionProducer(AsyncLifecycle):
         let running ``execute`` calls end and answer queued checks; then close the
         producer. Checks left unanswered and two-step halves left open are the broker's to
         ask about again (T7): nothing waits for them."""
-        if self._closing:
+        if self.state in ENDED:
             return
-        self._closing = True
+        self.state = LifecycleState.CLOSING
         budget_ms = self.producer.options.close_timeout_ms
         with anyio.move_on_after(budget_ms / 1000.0):
             await self._executing.wait_idle()
@@ -215,6 +222,7 @@ class TransactionProducer(AsyncLifecycle):
             self._tg.cancel_scope.cancel()
             await self._tg.__aexit__(None, None, None)
         await self.producer.aclose()
+        self.state = LifecycleState.CLOSED
 
     # -- one step ------------------------------------------------------------------------
 
@@ -293,7 +301,7 @@ class TransactionProducer(AsyncLifecycle):
     # -- internals -----------------------------------------------------------------------
 
     async def _send_half(self, message: Message, timeout_ms: float | None) -> SendResult:
-        if self._closing:
+        if self.state in ENDED:
             raise ProducerClosedError(f"transaction producer {self.group!r} is closing")
         producer = self.producer
         if not isinstance(message, Message):  # a list (a batch) cannot be transactional

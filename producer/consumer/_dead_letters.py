@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from producer._client.clock import Clock, LoopClock
+from producer._client.keywords import takes_options
 from producer._consume.message import ReceivedMessage, decode_pulled
-from producer._lifecycle import AsyncLifecycle
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials
 from producer._remoting.consumer_requests import PullParams, PullStatus
 from producer._remoting.message import Message, MessageQueue
@@ -28,6 +29,7 @@ from producer._send.result import SendResult
 from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
+from producer.consumer._options import CONNECT_TIMEOUT_MS, DeadLetterOptions
 from producer.errors import LocalProtocolError, NoRouteError
 
 __all__ = ["DeadLetterQueue"]
@@ -99,6 +101,11 @@ class DeadLetter:
 class DeadLetterQueue(AsyncLifecycle):
     """``async with DeadLetterQueue("my-group", namesrv) as dlq: await dlq.read()``."""
 
+    _kind = "dead-letter queue"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: DeadLetterOptions
+
+    @takes_options(DeadLetterOptions, wiring=("credentials", "ssl", "clock", "rng"))
     def __init__(
         self,
         group: str,
@@ -108,31 +115,39 @@ class DeadLetterQueue(AsyncLifecycle):
         ssl: bool | ssl_module.SSLContext | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
-        connect_timeout_ms: float = 3000.0,
+        connect_timeout_ms: float = CONNECT_TIMEOUT_MS,
     ) -> None:
         check_group(group, role="consumer")
         self.group = group
         self.topic = dlq_topic(group)
-        self._who = Identity.of_tool(group, "dlq", namesrv, credentials, ssl, connect_timeout_ms)
+        timeout_ms = self.options.connect_timeout_ms
+        self._who = Identity.of_tool(group, "dlq", namesrv, credentials, ssl, timeout_ms)
         self._clock = clock
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
+        self.state = LifecycleState.NEW
 
     def __repr__(self) -> str:
-        return f"DeadLetterQueue({self.topic!r}, {'open' if self._api else 'closed'})"
+        return f"DeadLetterQueue({self.topic!r}, {self.state.value})"
 
     async def start(self) -> None:
         """Connect (``async with`` does this, and :meth:`aclose` on the way out)."""
+        self._refuse_start()
         runtime = current_runtime()
         clock = self._clock = self._clock or LoopClock(runtime.loop_time)
         self._pool, self._api = await open_api(runtime, self._who, clock, self._rng)
+        self.state = LifecycleState.RUNNING
 
     async def aclose(self) -> None:
         """Close the connections; ``async with`` calls it."""
-        if self._pool is not None:
-            await self._pool.__aexit__(None, None, None)
-        self._pool = self._api = None
+        if self.state in ENDED:
+            return
+        self.state = LifecycleState.CLOSING
+        pool, self._pool, self._api = self._pool, None, None
+        if pool is not None:
+            await pool.__aexit__(None, None, None)
+        self.state = LifecycleState.CLOSED
 
     @staticmethod
     def is_redrive_mark(properties: Mapping[str, str]) -> bool:
@@ -223,5 +238,5 @@ class DeadLetterQueue(AsyncLifecycle):
 
     def _open_api(self) -> BrokerApi:
         if self._api is None:
-            raise LocalProtocolError("use `async with DeadLetterQueue(...)` before reading it")
+            raise self._not_running()
         return self._api

@@ -1,17 +1,33 @@
-"""The push consumer's settings, checked once (Java's defaults unless said otherwise)."""
+"""The consumers' settings, one options class per client, each checked once (Java's
+defaults unless said otherwise).
+
+Each option's name, type, default and validation are written here: the keywords a
+consumer's constructor takes are its options class's ``keywords()``, checked against its
+signature when it is defined (``producer._client.keywords.takes_options``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 
+from producer._client.keywords import Keyword, dataclass_keywords
 from producer._consume.decisions import FlowLimits
 from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import ConsumeFromWhere, MessageModel
 from producer._remoting.delay_levels import DEFAULT_MAX_RECONSUME_TIMES
+from producer._remoting.namespace import check_namespace
+from producer._remoting.pop_requests import MAX_POP_MESSAGES
 from producer.errors import InvalidOptionError
 
-__all__ = ["ConsumerOptions"]
+__all__ = [
+    "ConsumerOptions",
+    "DeadLetterOptions",
+    "PopConsumerOptions",
+    "PullOptions",
+    "SimpleOptions",
+]
 
 #: Where a consumer with no committed offset starts: one setting, two vocabularies taken
 #: alike by PushConsumer(consume_from=) and PullConsumer(auto_offset_reset=) - Kafka's
@@ -25,6 +41,8 @@ _MODELS = {"clustering": MessageModel.CLUSTERING, "broadcasting": MessageModel.B
 
 @dataclass(frozen=True, slots=True)
 class ConsumerOptions:
+    """A :class:`PushConsumer`'s settings, built from its keywords by :meth:`build`."""
+
     model: MessageModel = MessageModel.CLUSTERING
     consume_from: ConsumeFromWhere = ConsumeFromWhere.LAST_OFFSET
     consume_timestamp_ms: int | None = None
@@ -75,12 +93,15 @@ class ConsumerOptions:
             raise InvalidOptionError(
                 f"consume_from={consume_from!r}: {START_WORDS_HELP}, or a timestamp in ms"
             )
+        limits = FlowLimits()
         flow = FlowLimits(
-            max_messages=_positive(values.pop("max_cached_messages", 1000), "max_cached_messages"),
-            max_bytes=_positive(
-                values.pop("max_cached_bytes", 100 * 1024 * 1024), "max_cached_bytes"
+            max_messages=_positive(
+                values.pop("max_cached_messages", limits.max_messages), "max_cached_messages"
             ),
-            max_span=_positive(values.pop("max_span", 2000), "max_span"),
+            max_bytes=_positive(
+                values.pop("max_cached_bytes", limits.max_bytes), "max_cached_bytes"
+            ),
+            max_span=_positive(values.pop("max_span", limits.max_span), "max_span"),
         )
         for name in ("consume_batch_size", "pull_batch_size", "max_concurrency"):
             if name in values:
@@ -107,6 +128,29 @@ class ConsumerOptions:
         except TypeError as exc:
             raise InvalidOptionError(f"unknown consumer option: {exc}") from None
 
+    @classmethod
+    def keywords(cls) -> Mapping[str, Keyword]:
+        """PushConsumer's option keywords: the fields it does not compute, as written
+        above, but in the words a user brings (``model``, ``consume_from``, the flow
+        limits by their Java-like names; ``None``: the default for the mode)."""
+        limits = FlowLimits()
+        return {
+            "model": Keyword("clustering", "str"),
+            "consume_from": Keyword("last", "str | int"),
+            **dataclass_keywords(cls, leave_out=_COMPUTED),
+            "max_reconsume_times": Keyword(None, "int | None"),  # 16; orderly: for ever
+            "retry_policy": Keyword(None, "ConsumeRetryPolicy | None"),
+            "max_cached_messages": Keyword(limits.max_messages, "int"),
+            "max_cached_bytes": Keyword(limits.max_bytes, "int"),
+            "max_span": Keyword(limits.max_span, "int"),
+        }
+
+    @classmethod
+    def from_keywords(cls, given: Mapping[str, object]) -> ConsumerOptions:
+        """The options from the keywords given (a ``None`` tuning value: the default)."""
+        values = {k: v for k, v in given.items() if v is not None or k in _WORDS}
+        return cls.build(**values)  # type: ignore[arg-type]
+
     def guard(self) -> SeenRecently | None:
         """The idempotency guard these options ask for (a fresh one), or ``None``."""
         if self.idempotency_window_ms is None:
@@ -127,11 +171,124 @@ def _non_negative(value: object, name: str) -> int:
 
 
 DEFAULT_OPTIONS = ConsumerOptions()  # PushConsumer's defaults: written once, above
-#: The tuning keywords PushConsumer spells out and passes to :meth:`ConsumerOptions.build`:
-#: the fields it does not compute, and the flow limits by their Java-like names.
-_COMPUTED = {"model", "consume_from", "consume_timestamp_ms", "flow"}
-TUNING = frozenset({f.name for f in fields(ConsumerOptions)} - _COMPUTED) | {
-    "max_cached_messages",
-    "max_cached_bytes",
-    "max_span",
-}
+#: Fields PushConsumer computes from its keywords, or that are no keyword (a test seam).
+_COMPUTED = {"model", "consume_from", "consume_timestamp_ms", "flow", "body_codecs"}
+_WORDS = {"model", "consume_from"}  # taken as given, even None (refused, naming the words)
+
+
+# -- the other consumers ---------------------------------------------------------------
+
+OffsetReset = Literal["earliest", "latest", "first", "last"]
+MAX_PULL_MESSAGES = 32  # a 4.9.4 broker sends at most this many per pull (in memory)
+CONNECT_TIMEOUT_MS = 3000.0
+#: The 5.x proxy's bounds on a receive's invisible time (``ProxyConfig``
+#: ``minInvisibleTimeMillsForRecv`` / ``maxInvisibleTimeMills``); a remoting broker
+#: checks none, so the consumer does.
+MIN_INVISIBLE_MS = 10_000
+MAX_INVISIBLE_MS = 12 * 3600 * 1000
+AWAIT_DURATION_MS = 15_000  # how long a pop waits for messages (the 5.2.0 push consumer's)
+
+
+class _FromFields:
+    """Options whose keywords are their fields, one for one."""
+
+    __slots__ = ()
+
+    @classmethod
+    def keywords(cls) -> Mapping[str, Keyword]:
+        """The constructor's option keywords: one per field."""
+        return dataclass_keywords(cls)
+
+    @classmethod
+    def from_keywords(cls, given: Mapping[str, object]) -> _FromFields:
+        """The options from the keywords given, checked."""
+        return cls(**given)
+
+
+@dataclass(frozen=True, slots=True)
+class PullOptions(_FromFields):
+    """A :class:`PullConsumer`'s settings."""
+
+    auto_offset_reset: OffsetReset = "latest"
+    offset_out_of_range: Literal["reset", "raise"] = "reset"
+    max_pull_messages: int = MAX_PULL_MESSAGES
+    request_timeout_ms: float = 5000.0
+    connect_timeout_ms: float = CONNECT_TIMEOUT_MS
+    namespace: str | None = None
+
+    def __post_init__(self) -> None:
+        check_namespace(self.namespace)
+        if self.auto_offset_reset not in START_WORDS:
+            raise InvalidOptionError(
+                f"auto_offset_reset must be {START_WORDS_HELP}, got {self.auto_offset_reset!r}"
+            )
+        if self.offset_out_of_range not in ("reset", "raise"):
+            raise InvalidOptionError(
+                f"offset_out_of_range must be one of ('reset', 'raise'), "
+                f"got {self.offset_out_of_range!r}"
+            )
+        check_int("max_pull_messages", self.max_pull_messages, 1, 1024)
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleOptions(_FromFields):
+    """A :class:`SimpleConsumer`'s settings."""
+
+    await_duration_ms: int = AWAIT_DURATION_MS
+    invisible_duration_ms: int = 60_000
+    receive_batch: int = 16
+    orderly: bool = False
+    request_timeout_ms: float = 3000.0
+    connect_timeout_ms: float = CONNECT_TIMEOUT_MS
+
+    def __post_init__(self) -> None:
+        check_int("await_duration_ms", self.await_duration_ms, 0, MAX_INVISIBLE_MS)
+        check_int("receive_batch", self.receive_batch, 1, MAX_POP_MESSAGES)
+        check_invisible(self.invisible_duration_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class PopConsumerOptions(_FromFields):
+    """A :class:`PopConsumer`'s settings (its pops' own are checked as a
+    :class:`SimpleOptions`)."""
+
+    orderly: bool = False
+    consume_batch_size: int = 1
+    pop_batch_size: int = 16
+    max_cached_messages: int = 64
+    invisible_duration_ms: int = 60_000
+    await_duration_ms: int = AWAIT_DURATION_MS
+    max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
+    close_timeout_ms: float = 30_000.0
+
+    def __post_init__(self) -> None:
+        check_int("consume_batch_size", self.consume_batch_size, 1, 1024)
+        check_int("pop_batch_size", self.pop_batch_size, 1, MAX_POP_MESSAGES)
+        check_int("max_cached_messages", self.max_cached_messages, 1, 1 << 20)
+        check_int("max_reconsume_times", self.max_reconsume_times, 1, 1 << 16)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterOptions(_FromFields):
+    """A :class:`DeadLetterQueue`'s settings."""
+
+    connect_timeout_ms: float = CONNECT_TIMEOUT_MS
+
+
+def check_int(name: str, value: object, low: int, high: int) -> None:
+    """``value`` is an int in ``low..high``; else :class:`InvalidOptionError` naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidOptionError(f"{name} must be an int in {low}..{high}, got {value!r}")
+
+
+def check_invisible(value: object) -> None:
+    """An invisible time within the 5.x proxy's bounds; else :class:`InvalidOptionError`."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not MIN_INVISIBLE_MS <= value <= MAX_INVISIBLE_MS
+    ):
+        raise InvalidOptionError(
+            f"invisible_duration_ms must be an int from {MIN_INVISIBLE_MS} (10 s) to "
+            f"{MAX_INVISIBLE_MS} (12 h), the 5.x proxy's bounds, got {value!r}"
+        )

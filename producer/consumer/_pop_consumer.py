@@ -25,19 +25,21 @@ import anyio.abc
 import anyio.lowlevel
 
 from producer._client.clock import Clock
+from producer._client.keywords import takes_options
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.pop import PoppedMessage
 from producer._consume.pop_retry import PopAction, PopStep, pop_step
-from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials
-from producer._remoting.pop_requests import MAX_POP_MESSAGES
 from producer.consumer._listener import ConsumeContext, InFlight, Listener, _takes_context
-from producer.consumer._simple_consumer import AWAIT_DURATION_MS, SimpleConsumer
+from producer.consumer._options import AWAIT_DURATION_MS, PopConsumerOptions
+from producer.consumer._simple_consumer import SimpleConsumer
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
 __all__ = ["PopConsumer"]
 
 log = logging.getLogger("producer.consumer")
+_O = PopConsumerOptions()  # the defaults, written once there
 
 
 class PopConsumer(AsyncLifecycle):
@@ -56,43 +58,44 @@ class PopConsumer(AsyncLifecycle):
     acked by then is delivered again (also to another consumer).
     """
 
+    _kind = "consumer"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: PopConsumerOptions
+
+    @takes_options(PopConsumerOptions, wiring=("listener", "credentials", "ssl", "clock", "rng"))
     def __init__(
         self,
         group: str,
         namesrv: str | list[str],
         *,
         listener: Listener,
-        orderly: bool = False,
-        consume_batch_size: int = 1,
-        pop_batch_size: int = 16,
-        max_cached_messages: int = 64,
-        invisible_duration_ms: int = 60_000,
+        orderly: bool = _O.orderly,
+        consume_batch_size: int = _O.consume_batch_size,
+        pop_batch_size: int = _O.pop_batch_size,
+        max_cached_messages: int = _O.max_cached_messages,
+        invisible_duration_ms: int = _O.invisible_duration_ms,
         await_duration_ms: int = AWAIT_DURATION_MS,
-        max_reconsume_times: int = 16,
-        close_timeout_ms: float = 30_000.0,
+        max_reconsume_times: int = _O.max_reconsume_times,
+        close_timeout_ms: float = _O.close_timeout_ms,
         credentials: Credentials | None = None,
         ssl: bool | ssl_module.SSLContext | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        _check_options(
-            listener,
-            consume_batch_size=(consume_batch_size, 1024),
-            pop_batch_size=(pop_batch_size, MAX_POP_MESSAGES),
-            max_cached_messages=(max_cached_messages, 1 << 20),
-            max_reconsume_times=(max_reconsume_times, 1 << 16),
-        )
+        if not callable(listener):
+            raise InvalidOptionError("listener must be a function: PopConsumer(..., listener=fn)")
+        o = self.options
         self.pop = SimpleConsumer(
-            group, namesrv, await_duration_ms=await_duration_ms,
-            invisible_duration_ms=invisible_duration_ms, receive_batch=pop_batch_size,
-            orderly=orderly, credentials=credentials, ssl=ssl, clock=clock, rng=rng,
+            group, namesrv, await_duration_ms=o.await_duration_ms,
+            invisible_duration_ms=o.invisible_duration_ms, receive_batch=o.pop_batch_size,
+            orderly=o.orderly, credentials=credentials, ssl=ssl, clock=clock, rng=rng,
         )  # fmt: skip
         self.group = group
         self.listener = listener
-        self.consume_batch_size = consume_batch_size
-        self.max_cached_messages = max_cached_messages
-        self.max_reconsume_times = max_reconsume_times
-        self.close_timeout_ms = close_timeout_ms
+        self.consume_batch_size = o.consume_batch_size
+        self.max_cached_messages = o.max_cached_messages
+        self.max_reconsume_times = o.max_reconsume_times
+        self.close_timeout_ms = o.close_timeout_ms
         self._with_context = _takes_context(listener)
         self._is_async = inspect.iscoroutinefunction(listener) or (
             inspect.iscoroutinefunction(type(listener).__call__)
@@ -101,7 +104,7 @@ class PopConsumer(AsyncLifecycle):
         self._in_flight = InFlight()
         self._cached = 0
         self._room = anyio.Event()
-        self._stopping = False
+        self.state = LifecycleState.NEW
         self._ack_pending: list[PoppedMessage] = []
         self._ack_round: anyio.Event | None = None
         self.stats = {
@@ -113,16 +116,19 @@ class PopConsumer(AsyncLifecycle):
         }
 
     def __repr__(self) -> str:
-        return f"PopConsumer({self.group!r}, cached={self._cached}, {self.stats})"
+        return (
+            f"PopConsumer({self.group!r}, {self.state.value}, cached={self._cached}, {self.stats})"
+        )
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         """Consume ``topic``'s messages whose tag is in ``expression`` (``*``: all)."""
-        if self._tg is not None:
+        if self.state is not LifecycleState.NEW:
             raise LocalProtocolError("subscribe() before start()")
         self.pop.subscribe(topic, expression)
 
     async def start(self) -> None:
         """Check the brokers can pop (5.x), then pop and consume until :meth:`aclose`."""
+        self._refuse_start()
         if not self.pop.subscriptions():
             raise InvalidOptionError("nothing subscribed: call subscribe(topic) before start()")
         await self.pop.start()
@@ -133,7 +139,8 @@ class PopConsumer(AsyncLifecycle):
             raise
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._tg.start_soon(self._pop_loop)
+        self.state = LifecycleState.RUNNING
+        self._tg.start_soon(self._pop_loop, self._tg)
 
     async def wait_idle(self) -> None:
         """Return once no batch is being consumed or settled (acked, hidden, dead-lettered)."""
@@ -142,7 +149,9 @@ class PopConsumer(AsyncLifecycle):
     async def aclose(self) -> None:
         """Stop popping, let batches in flight settle (up to ``close_timeout_ms``), close.
         Messages popped and not settled come back once their invisible time runs out."""
-        self._stopping = True
+        if self.state in ENDED:
+            return
+        self.state = LifecycleState.CLOSING
         tg, self._tg = self._tg, None
         if tg is not None:
             with anyio.move_on_after(self.close_timeout_ms / 1000.0, shield=True):
@@ -150,16 +159,17 @@ class PopConsumer(AsyncLifecycle):
             tg.cancel_scope.cancel()
             cancelled = await exit_noting_cancel(tg)
             await self.pop.aclose()
+            self.state = LifecycleState.CLOSED
             if cancelled is not None:
                 raise cancelled
         else:
             await self.pop.aclose()
+            self.state = LifecycleState.CLOSED
 
     # -- the loop ------------------------------------------------------------------------
 
-    async def _pop_loop(self) -> None:
-        assert self._tg is not None
-        while not self._stopping:
+    async def _pop_loop(self, tg: anyio.abc.TaskGroup) -> None:
+        while self.state is LifecycleState.RUNNING:
             room = self.max_cached_messages - self._cached
             if room <= 0:
                 self._room = anyio.Event()
@@ -182,11 +192,11 @@ class PopConsumer(AsyncLifecycle):
                     by_queue.setdefault((handle.broker_name, handle.queue_id), []).append(message)
                 for messages in by_queue.values():
                     self._in_flight.enter()
-                    self._tg.start_soon(self._consume_in_order, messages)
+                    tg.start_soon(self._consume_in_order, messages)
                 continue
             if popped:  # one task per pop: its batches in turn (pops run side by side)
                 self._in_flight.enter()
-                self._tg.start_soon(self._consume_all, popped)
+                tg.start_soon(self._consume_all, popped)
 
     async def _consume_all(self, messages: list[PoppedMessage]) -> None:
         try:
@@ -298,12 +308,3 @@ class PopConsumer(AsyncLifecycle):
             log.warning(
                 "%s: %s of %s failed: %s", self.group, step.action.value, message.msg_id, exc
             )
-
-
-def _check_options(listener: object, **bounded: tuple[object, int]) -> None:
-    """Each option an int in 1..its bound; the listener callable."""
-    for name, (value, high) in bounded.items():
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-            raise InvalidOptionError(f"{name} must be an int in 1..{high}, got {value!r}")
-    if not callable(listener):
-        raise InvalidOptionError("listener must be a function: PopConsumer(..., listener=fn)")

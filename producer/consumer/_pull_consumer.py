@@ -26,17 +26,24 @@ import anyio
 from anyio.abc import TaskGroup
 
 from producer._client.clock import Clock, LoopClock
+from producer._client.keywords import takes_options
 from producer._consume.message import ReceivedMessage
-from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials
 from producer._remoting.message import MessageQueue
-from producer._remoting.namespace import check_namespace, unwrap, wrap
+from producer._remoting.namespace import unwrap, wrap
 from producer._remoting.subscription import Subscription, parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
-from producer.consumer._options import START_WORDS, START_WORDS_HELP
+from producer.consumer._options import (
+    CONNECT_TIMEOUT_MS,
+    MAX_PULL_MESSAGES,
+    START_WORDS,
+    OffsetReset,
+    PullOptions,
+)
 from producer.consumer._pull_buffer import PullBuffer
 from producer.consumer._pull_heartbeat import PullHeartbeat, serve_broker_requests
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
@@ -46,9 +53,8 @@ from producer.errors import InvalidOptionError, LocalProtocolError, ProducerErro
 
 __all__ = ["PullConsumer"]
 
-OffsetReset = Literal["earliest", "latest", "first", "last"]
 _T = TypeVar("_T")
-MAX_PULL_MESSAGES = 32  # a 4.9.4 broker sends at most this many per pull (in memory)
+_P = PullOptions()  # the defaults, written once there
 ITER_POLL_MS = 1000  # how long ``async for`` long-polls before pulling again
 
 
@@ -73,45 +79,44 @@ class PullConsumer(AsyncLifecycle):
     :class:`~producer.errors.OffsetOutOfRangeError` with ``offset_out_of_range="raise"``.
     """
 
+    _kind = "consumer"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: PullOptions
+
+    @takes_options(PullOptions, wiring=("credentials", "ssl", "clock", "rng"))
     def __init__(
         self,
         group: str,
         namesrv: str | list[str],
         *,
-        auto_offset_reset: OffsetReset = "latest",
-        offset_out_of_range: Literal["reset", "raise"] = "reset",
+        auto_offset_reset: OffsetReset = _P.auto_offset_reset,
+        offset_out_of_range: Literal["reset", "raise"] = _P.offset_out_of_range,
         max_pull_messages: int = MAX_PULL_MESSAGES,
-        request_timeout_ms: float = 5000.0,
+        request_timeout_ms: float = _P.request_timeout_ms,
         credentials: Credentials | None = None,
         ssl: bool | ssl_module.SSLContext | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
-        connect_timeout_ms: float = 3000.0,
+        connect_timeout_ms: float = CONNECT_TIMEOUT_MS,
         namespace: str | None = None,
     ) -> None:
         check_group(group)
-        self.namespace = check_namespace(namespace)
-        group = wrap(namespace, group)  # topics too: queues() and assign() translate
-        if auto_offset_reset not in START_WORDS:
-            raise InvalidOptionError(
-                f"auto_offset_reset must be {START_WORDS_HELP}, got {auto_offset_reset!r}"
-            )
-        _check_choice("offset_out_of_range", offset_out_of_range, ("reset", "raise"))
-        if isinstance(max_pull_messages, bool) or not 1 <= max_pull_messages <= 1024:
-            raise InvalidOptionError(f"max_pull_messages must be 1..1024, got {max_pull_messages}")
+        options = self.options  # built from the keywords above by @takes_options
+        self.namespace = options.namespace
+        group = wrap(self.namespace, group)  # topics too: queues() and assign() translate
         self.group = group
-        self.auto_offset_reset = START_WORDS[auto_offset_reset]
-        self._raise_out_of_range = offset_out_of_range == "raise"
-        self._max_pull = max_pull_messages
-        self._request_timeout_ms = request_timeout_ms
+        self.auto_offset_reset = START_WORDS[options.auto_offset_reset]
+        self._raise_out_of_range = options.offset_out_of_range == "raise"
+        self._max_pull = options.max_pull_messages
+        self._request_timeout_ms = options.request_timeout_ms
         self._who = Identity.of_tool(
-            group, "pull", namesrv, credentials, ssl, connect_timeout_ms, self.namespace
+            group, "pull", namesrv, credentials, ssl, options.connect_timeout_ms, self.namespace
         )
         self._clock = clock
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
-        self._closed = False
+        self.state = LifecycleState.NEW
         self._positions: dict[MessageQueue, int | None] = {}
         self._subscriptions: dict[str, Subscription] = {}
         self._buffer = PullBuffer()  # for ``async for``; and what commit() stores
@@ -120,7 +125,7 @@ class PullConsumer(AsyncLifecycle):
         self._checked: set[str] = set()  # topics whose SQL92 filter a broker accepted
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open" if self._api else "new"
+        state = self.state.value
         return f"PullConsumer({self.group!r}, {state}, queues={len(self._positions)})"
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -128,8 +133,7 @@ class PullConsumer(AsyncLifecycle):
     async def start(self) -> None:
         """Open the connections and start heartbeating; call :meth:`aclose` from the same
         task (``async with`` does: the heartbeat's task group insists on it)."""
-        if self._api is not None or self._closed:
-            raise LocalProtocolError("start() once, on a new PullConsumer")
+        self._refuse_start()
         runtime = current_runtime()
         clock = self._clock or LoopClock(runtime.loop_time)
         self._pool, self._api = await open_api(
@@ -141,11 +145,14 @@ class PullConsumer(AsyncLifecycle):
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._heartbeat.run)
+        self.state = LifecycleState.RUNNING
 
     async def aclose(self) -> None:
         """Unregister from the brokers and close the connections; nothing is committed
         (call :meth:`commit` first)."""
-        self._closed = True
+        if self.state in ENDED:
+            return
+        self.state = LifecycleState.CLOSING
         pool, self._pool, api, self._api = self._pool, None, self._api, None
         tg, self._tg = self._tg, None
         cancelled = None
@@ -157,6 +164,7 @@ class PullConsumer(AsyncLifecycle):
                 await api.unregister(self._who.connect_timeout_ms)
         if pool is not None:
             cancelled = await exit_noting_cancel(pool) or cancelled
+        self.state = LifecycleState.CLOSED
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled
 
@@ -300,7 +308,7 @@ class PullConsumer(AsyncLifecycle):
 
     async def __anext__(self) -> ReceivedMessage:
         while not self._buffer:
-            if self._closed:
+            if self.state in ENDED:
                 raise StopAsyncIteration
             for pulled in (await self._round(self._chosen(()), ITER_POLL_MS, None)).values():
                 self._buffer.add(pulled)
@@ -420,10 +428,5 @@ class PullConsumer(AsyncLifecycle):
 
     def _open(self) -> BrokerApi:
         if self._api is None:
-            raise LocalProtocolError("use `async with PullConsumer(...)` (or start()) first")
+            raise self._not_running()
         return self._api
-
-
-def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise InvalidOptionError(f"{name} must be one of {choices}, got {value!r}")

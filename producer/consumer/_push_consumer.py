@@ -20,14 +20,14 @@ import anyio
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
-from producer._client.keywords import known_keywords
+from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
 from producer._consume.allocate import allocate_averagely
 from producer._consume.decisions import StartFrom, start_from
 from producer._consume.offsets import OffsetTable
 from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.process_queue import ProcessQueue
-from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
@@ -46,7 +46,7 @@ from producer.consumer._connect import Identity
 from producer.consumer._listener import Listener
 from producer.consumer._offset_stores import DEFAULT_OFFSET_DIR, BrokerOffsets
 from producer.consumer._options import DEFAULT_OPTIONS as _C
-from producer.consumer._options import TUNING, ConsumerOptions
+from producer.consumer._options import ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
 from producer.consumer._route_watch import RouteWatch
@@ -72,7 +72,17 @@ class PushConsumer(AsyncLifecycle):
     SubAfter) for every message of every listener call, as Java's ``enableMsgTrace``.
     """
 
-    @known_keywords
+    _kind = "consumer"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: ConsumerOptions
+
+    @takes_options(
+        ConsumerOptions,
+        wiring=(
+            "listener", "instance_name", "namespace", "offset_store_dir", "credentials",
+            "ssl", "trace", "clock", "rng",
+        ),
+    )  # fmt: skip
     def __init__(
         self,
         group: str,
@@ -117,9 +127,6 @@ class PushConsumer(AsyncLifecycle):
         self.namespace = check_namespace(namespace)
         self.group = group = namespaced_group(namespace, group)  # as getConsumerGroup()
         self.namesrv_addrs = parse_namesrv(namesrv)
-        # The options as given (None: the default for the mode), checked once by build.
-        given = {k: v for k, v in locals().items() if k in TUNING and v is not None}
-        self.options = ConsumerOptions.build(model=model, consume_from=consume_from, **given)
         self.listener = listener
         broadcasting = self.options.model is MessageModel.BROADCASTING
         # Java keeps "DEFAULT" for broadcasting, so its offsets file is found again after
@@ -137,15 +144,15 @@ class PushConsumer(AsyncLifecycle):
         self._workers: dict[MessageQueue, QueueWorker] = {}
         self._starting: list[QueueWorker] = []  # taken, pulling after the next heartbeat
         self.offsets = OffsetTable()
-        self._state = "new"
+        self.state = LifecycleState.NEW
         self._rebalance_wanted = anyio.Event()
         self._routes = RouteWatch(group)
         self._running: Running | None = None  # built by start(), kept after aclose()
 
     def __repr__(self) -> str:
         return (
-            f"PushConsumer({self.group!r}, {self._state}, topics={sorted(self._subscriptions)}, "
-            f"queues={len(self._workers)})"
+            f"PushConsumer({self.group!r}, {self.state.value}, "
+            f"topics={sorted(self._subscriptions)}, queues={len(self._workers)})"
         )
 
     # -- set-up --------------------------------------------------------------------------
@@ -157,7 +164,7 @@ class PushConsumer(AsyncLifecycle):
 
         An invalid topic name or a tag expression that cannot be one (``"a > 5"``: use
         ``sql=`` for property filters) raises InvalidOptionError here."""
-        if self._state != "new":
+        if self.state is not LifecycleState.NEW:
             raise LocalProtocolError("subscribe() before start()")
         check_subscription(topic, expression)
         topic = wrap(self.namespace, topic)  # nsA%topic on the wire (Java's withNamespace)
@@ -184,8 +191,7 @@ class PushConsumer(AsyncLifecycle):
     async def start(self) -> None:
         """Check the set-up (a listener, a subscription), connect and start rebalancing and
         pulling; ``async with`` calls it."""
-        if self._state != "new":
-            raise LocalProtocolError(f"start() on a {self._state} consumer")
+        self._refuse_start()
         if self.listener is None:
             raise InvalidOptionError("no listener: PushConsumer(..., listener=fn)")
         if not self._subscriptions:
@@ -195,7 +201,7 @@ class PushConsumer(AsyncLifecycle):
                 retry_topic(self.group), parse_subscription(retry_topic(self.group), "*")
             )
         r = self._running = await self._open(self.listener)
-        self._state = "running"
+        self.state = LifecycleState.RUNNING
         try:
             await r.store.open()  # a damaged local offsets file fails here, loudly
         except BaseException:
@@ -436,13 +442,13 @@ class PushConsumer(AsyncLifecycle):
     async def aclose(self) -> None:
         """Stop pulling, finish batches in flight (up to ``close_timeout_ms``), commit
         offsets (waiting for the broker's answer), unregister, close connections."""
-        if self._state in ("closing", "closed"):
+        if self.state in ENDED:
             return
         r = self._running
-        if r is None:  # never started: state "new"
-            self._state = "closed"
+        if r is None:  # never started: NEW
+            self.state = LifecycleState.CLOSED
             return
-        self._state = "closing"
+        self.state = LifecycleState.CLOSING
         for worker in self._workers.values():
             worker.stop()
         timeout_s = self.options.close_timeout_ms / 1000.0
@@ -461,6 +467,6 @@ class PushConsumer(AsyncLifecycle):
         cancelled = await exit_noting_cancel(r.tg)
         cancelled = await exit_noting_cancel(r.pool) or cancelled
         self._workers.clear()
-        self._state = "closed"
+        self.state = LifecycleState.CLOSED
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from producer._client.clock import Clock, LoopClock
+from producer._client.keywords import takes_options
 from producer._consume.pop import (
     PoppedMessage,
     PopTiming,
@@ -32,7 +33,7 @@ from producer._consume.pop import (
     decide,
     popped_messages,
 )
-from producer._lifecycle import AsyncLifecycle
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials
 from producer._remoting.codes import POP_BROKER_VERSION, V5_2_0, version_name
 from producer._remoting.pop_batch_ack import batch_ack_request
@@ -55,6 +56,15 @@ from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi
 from producer.consumer._connect import Identity, open_api
+from producer.consumer._options import (
+    AWAIT_DURATION_MS,
+    CONNECT_TIMEOUT_MS,
+    MAX_INVISIBLE_MS,
+    MIN_INVISIBLE_MS,
+    SimpleOptions,
+    check_int,
+    check_invisible,
+)
 from producer.errors import (
     BrokerError,
     InvalidOptionError,
@@ -66,14 +76,9 @@ __all__ = ["MAX_INVISIBLE_MS", "MIN_INVISIBLE_MS", "SimpleConsumer"]
 
 log = logging.getLogger("producer.consumer")
 
-#: The 5.x proxy's bounds on a receive's invisible time (``ProxyConfig``
-#: ``minInvisibleTimeMillsForRecv`` / ``maxInvisibleTimeMills``); a remoting broker
-#: checks none, so the consumer does.
-MIN_INVISIBLE_MS = 10_000
-MAX_INVISIBLE_MS = 12 * 3600 * 1000
 #: BATCH_ACK_MESSAGE is used only on brokers known to serve it (seen on 5.2.0).
 BATCH_ACK_BROKER_VERSION = V5_2_0
-AWAIT_DURATION_MS = 15_000  # how long a pop waits for messages (the 5.2.0 push consumer's)
+_S = SimpleOptions()  # the defaults, written once there
 
 
 class SimpleConsumer(AsyncLifecycle):
@@ -92,39 +97,44 @@ class SimpleConsumer(AsyncLifecycle):
     before it are acked (or their invisible time runs out, and they come again first).
     """
 
+    _kind = "consumer"
+    #: The settings, built from the keywords (and checked) before ``__init__``'s body.
+    options: SimpleOptions
+
+    @takes_options(SimpleOptions, wiring=("credentials", "ssl", "clock", "rng"))
     def __init__(
         self,
         group: str,
         namesrv: str | list[str],
         *,
         await_duration_ms: int = AWAIT_DURATION_MS,
-        invisible_duration_ms: int = 60_000,
-        receive_batch: int = 16,
-        orderly: bool = False,
-        request_timeout_ms: float = 3000.0,
+        invisible_duration_ms: int = _S.invisible_duration_ms,
+        receive_batch: int = _S.receive_batch,
+        orderly: bool = _S.orderly,
+        request_timeout_ms: float = _S.request_timeout_ms,
         credentials: Credentials | None = None,
         ssl: bool | ssl_module.SSLContext | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
-        connect_timeout_ms: float = 3000.0,
+        connect_timeout_ms: float = CONNECT_TIMEOUT_MS,
     ) -> None:
         check_group(group)
-        _check_int("await_duration_ms", await_duration_ms, 0, MAX_INVISIBLE_MS)
-        _check_int("receive_batch", receive_batch, 1, MAX_POP_MESSAGES)
-        _check_invisible(invisible_duration_ms)
+        options = self.options  # built from the keywords above by @takes_options
         self.group = group
-        self.orderly = orderly
-        self.await_duration_ms = await_duration_ms
-        self.invisible_duration_ms = invisible_duration_ms
-        self.receive_batch = receive_batch
-        self._request_timeout_ms = request_timeout_ms
-        self._who = Identity.of_tool(group, "pop", namesrv, credentials, ssl, connect_timeout_ms)
+        self.orderly = options.orderly
+        self.await_duration_ms = options.await_duration_ms
+        self.invisible_duration_ms = options.invisible_duration_ms
+        self.receive_batch = options.receive_batch
+        self._request_timeout_ms = options.request_timeout_ms
+        self._who = Identity.of_tool(
+            group, "pop", namesrv, credentials, ssl, options.connect_timeout_ms
+        )
         self._clock_option = clock
         self._clock: Clock | None = None
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
-        self._closed = False
+        self.state = LifecycleState.NEW
         self._subscriptions: dict[str, str] = {}
         self._versions: dict[str, int] = {}
         self._normal_topics: set[tuple[str, str]] = set()  # (broker address, topic) not FIFO
@@ -132,26 +142,29 @@ class SimpleConsumer(AsyncLifecycle):
         self._buffer: deque[PoppedMessage] = deque()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open" if self._api else "new"
+        state = self.state.value
         return f"SimpleConsumer({self.group!r}, {state}, topics={sorted(self._subscriptions)})"
 
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
         """Open the connections (``async with`` does this and :meth:`aclose`)."""
-        if self._api is not None or self._closed:
-            raise LocalProtocolError("start() once, on a new SimpleConsumer")
+        self._refuse_start()
         runtime = current_runtime()
         self._clock = self._clock_option or LoopClock(runtime.loop_time)
         self._pool, self._api = await open_api(runtime, self._who, self._clock, self._rng)
+        self.state = LifecycleState.RUNNING
 
     async def aclose(self) -> None:
         """Close the connections. Messages received and not acked come back to the group
         once their invisible time runs out."""
-        self._closed = True
+        if self.state in ENDED:
+            return
+        self.state = LifecycleState.CLOSING
         pool, self._pool, self._api = self._pool, None, None
         if pool is not None:
             await pool.__aexit__(None, None, None)
+        self.state = LifecycleState.CLOSED
 
     # -- subscriptions -------------------------------------------------------------------
 
@@ -180,8 +193,8 @@ class SimpleConsumer(AsyncLifecycle):
         invisible = (
             self.invisible_duration_ms if invisible_duration_ms is None else invisible_duration_ms
         )
-        _check_int("max_messages", count, 1, MAX_POP_MESSAGES)
-        _check_invisible(invisible)
+        check_int("max_messages", count, 1, MAX_POP_MESSAGES)
+        check_invisible(invisible)
         api, clock = self._open()
         topic, broker_name, addr = await self._next_broker(api)
         await self._check_version(api, broker_name, addr, topic)
@@ -203,7 +216,7 @@ class SimpleConsumer(AsyncLifecycle):
 
     async def __anext__(self) -> PoppedMessage:
         while not self._buffer:
-            if self._closed:
+            if self.state in ENDED:
                 raise StopAsyncIteration
             self._buffer.extend(await self.receive())
         return self._buffer.popleft()
@@ -252,7 +265,7 @@ class SimpleConsumer(AsyncLifecycle):
     ) -> None:
         """Hide ``message`` for ``invisible_duration_ms`` from now on (10 s to 12 h) instead
         of what is left; its receipt handle changes (``ack`` uses the new one)."""
-        _check_invisible(invisible_duration_ms)
+        check_invisible(invisible_duration_ms)
         api, clock = self._open()
         receipt = decide(message, self.group, "change the invisible time of", clock.monotonic_ms())
         assert receipt is not None
@@ -339,22 +352,5 @@ class SimpleConsumer(AsyncLifecycle):
 
     def _open(self) -> tuple[BrokerApi, Clock]:
         if self._api is None or self._clock is None:
-            raise LocalProtocolError("use `async with SimpleConsumer(...)` (or start()) first")
+            raise self._not_running()
         return self._api, self._clock
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidOptionError(f"{name} must be an int in {low}..{high}, got {value!r}")
-
-
-def _check_invisible(value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not MIN_INVISIBLE_MS <= value <= MAX_INVISIBLE_MS
-    ):
-        raise InvalidOptionError(
-            f"invisible_duration_ms must be an int from {MIN_INVISIBLE_MS} (10 s) to "
-            f"{MAX_INVISIBLE_MS} (12 h), the 5.x proxy's bounds, got {value!r}"
-        )

@@ -169,7 +169,8 @@ class SqlFilterError(InvalidOptionError):
 
 
 class ProducerClosedError(LocalProtocolError):
-    """The producer is closed (or closing) and accepts no more sends."""
+    """The client is not running: closed (or closing) and taking no more calls, or not
+    started yet (the message says which, and what to do)."""
 
 
 class TransactionError(LocalProtocolError):
