@@ -86,10 +86,10 @@ class ReplyPusher:
         channel = self._channel_of(client_id)
         if channel is None:
             return f"push reply message fail, channel of <{client_id}> not found."
-        now = self._clock_ms()
-        properties[PUSH_REPLY_TIME] = str(now)
+        store_timestamp = self._clock_ms()  # read first, as the broker does (#65: 412, 413)
+        properties[PUSH_REPLY_TIME] = str(self._clock_ms())
         fields = _push_fields(header, encode_java_map(properties), peer, self.store.store_host)
-        fields["storeTimestamp"] = str(now)
+        fields["storeTimestamp"] = str(store_timestamp)
         push = RemotingCommand(
             RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,
             opaque=next(self._opaques),
