@@ -82,6 +82,9 @@ async def test_a_request_gets_the_listeners_reply_not_itself(cluster: DevCluster
     assert reply.properties["MSG_TYPE"] == "reply"
     assert reply.properties["CORRELATION_ID"] == seen[0].properties["CORRELATION_ID"]
     assert seen[0].properties["CLUSTER"] == "DefaultCluster"  # the broker added it
+    # each reply was taken at once: the requester had heartbeated the reply's broker
+    # before its first request (else a reply is refused and its request redelivered)
+    assert [m.body for m in seen] == [b"request-sync", b"request-async"]
     [async_reply] = got  # one callback, once, with the reply (not None, not the request)
     assert isinstance(async_reply, ReceivedMessage), async_reply
     assert async_reply.body == b"re: request-async"
