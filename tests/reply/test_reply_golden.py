@@ -9,14 +9,16 @@ import json
 import random
 
 import msgspec
+import pytest
 
 from producer import Message
-from producer._remoting.codes import LanguageCode, RequestCode
+from producer._remoting.codes import FLAG_RESPONSE, LanguageCode, RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import decode_frame, decode_payload, encode_frame
 from producer._remoting.message import MessageQueue
 from producer._remoting.reply import create_reply, reply_send_command, request_properties
 from producer._remoting.requests import SendRequestFactory, build_send_request, heartbeat_request
+from producer._reply.requester import Requester, _Waiter
 from producer.consumer import ReceivedMessage
 from producer.testing._broker import Broker
 from producer.testing._faults import NO_FAULT, FaultDecision
@@ -147,3 +149,39 @@ def test_a_requester_without_a_heartbeat_gets_the_brokers_refusal() -> None:
     response = decode_payload(answer.frame[4:])
     assert response.code == 1
     assert response.remark == f"push reply message fail, channel of <{REQUESTER}> not found."
+
+
+class _Routes:
+    """The route table as the requester reads it on a push: broker names by address."""
+
+    def broker_addrs(self) -> dict[str, str]:
+        return {"broker-a": "127.0.0.2:10911"}
+
+
+def requester() -> Requester:
+    return Requester(
+        group="RequesterGroup",
+        client_id=REQUESTER,
+        routes=_Routes(),  # type: ignore[arg-type]
+        client=None,  # type: ignore[arg-type]
+        clock=None,  # type: ignore[arg-type]
+        rng=random.Random(0),
+        tg=None,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.anyio
+async def test_our_answer_to_the_push_is_the_recorded_one_and_the_reply_is_handed_over() -> None:
+    ours = requester()
+    waiter = _Waiter(5000)
+    ours._pending.add("0bd7cb5d-d699-4bb1-ad8f-3e1ff48cbefd", 5000.0, waiter)
+    answer = ours.receive("127.0.0.2:10911", golden(65))
+    answer.flag = FLAG_RESPONSE  # the connection sets these on a peer request's answer
+    assert as_java(answer, golden(66)) == raw(66)  # a plain 0: no remark, no ext fields
+    assert waiter.event.is_set() and waiter.reply is not None and len(ours._pending) == 0
+    reply = waiter.reply
+    assert (reply.topic, reply.body) == ("DefaultCluster_REPLY_TOPIC", b"reply-to-request-sync")
+    assert reply.queue == MessageQueue("DefaultCluster_REPLY_TOPIC", "broker-a", 0)
+    assert reply.properties["PUSH_REPLY_TIME"] == "1795788446413"
+    assert reply.msg_id == "C000020239BB5FFD2B2788ED32C40001"
+    assert ours.receive("127.0.0.2:10911", golden(65)).code == 0  # late: answered, dropped
