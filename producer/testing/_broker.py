@@ -132,6 +132,7 @@ class Broker:
             clock_ms=clock_ms,
             put=lambda topic, queue_id, pending: self.put(topic, queue_id, pending, False),
         )
+        self.replies.version = version
         self.consume = ConsumeSide(
             self.store,
             broker_name=name,

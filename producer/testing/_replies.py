@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from producer._remoting.codes import RequestCode, ResponseCode
+from producer._remoting.codes import V4_9_4, LanguageCode, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import encode_frame
 from producer._remoting.properties import PUSH_REPLY_TIME, REPLY_TO_CLIENT, decode_properties
@@ -51,6 +51,7 @@ class ReplyPusher:
         self.store = store
         self.producers = producers
         self.store_reply_message = True  # BrokerConfig.storeReplyMessageEnable
+        self.version = V4_9_4  # the broker's MQVersion, in its push
         self._clock_ms = clock_ms
         self._put = put
         self._opaques = itertools.count(1)
@@ -95,6 +96,8 @@ class ReplyPusher:
             opaque=next(self._opaques),
             ext_fields=fields,
             body=body,
+            language=LanguageCode.JAVA,  # a broker's request, as the real one writes it
+            version=self.version,
         )
         channel.write(encode_frame(push))
         self.pushed.append(push)

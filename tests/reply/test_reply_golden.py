@@ -134,6 +134,7 @@ def test_the_dev_brokers_push_and_answer_are_the_recorded_ones() -> None:
     [pushed_frame] = requester.written
     pushed, real = decode_frame(pushed_frame), golden(65)
     assert (pushed.code, pushed.flag, pushed.body) == (real.code, real.flag, real.body)
+    assert (pushed.language, pushed.version) == (real.language, real.version)  # JAVA, 401
     assert pushed.ext_fields == real.ext_fields  # PUSH_REPLY_TIME first, every field equal
     assert answer is not None
     response, real_answer = decode_frame(answer.frame), golden(67)
@@ -185,3 +186,22 @@ async def test_our_answer_to_the_push_is_the_recorded_one_and_the_reply_is_hande
     assert reply.properties["PUSH_REPLY_TIME"] == "1795788446413"
     assert reply.msg_id == "C000020239BB5FFD2B2788ED32C40001"
     assert ours.receive("127.0.0.2:10911", golden(65)).code == 0  # late: answered, dropped
+
+
+def test_without_store_reply_message_the_reply_is_pushed_not_stored() -> None:
+    """``storeReplyMessageEnable=false``: the push alone; the answer says msgId 0, offset 0."""
+    broker = Broker("broker-a", clock_ms=lambda: 0, rng=random.Random(0))
+    broker.store.put_topic(TopicConfig("DefaultCluster_REPLY_TOPIC", 1, 1, 6))
+    broker.replies.store_reply_message = False
+    requester = FakeChannel("127.0.0.1:50000")
+    heartbeat = heartbeat_request(REQUESTER, ["RequesterGroup"])
+    broker.handle(encode_frame(heartbeat)[4:], no_fault, requester)
+    answer = broker.handle(raw(64)[4:], no_fault, FakeChannel("127.0.0.1:60798"))
+    assert answer is not None
+    response = decode_frame(answer.frame)
+    assert response.code == 0
+    assert (response.ext_fields or {})["msgId"] == "0"
+    assert (response.ext_fields or {})["queueOffset"] == "0"
+    [push] = requester.written
+    assert decode_frame(push).code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT
+    assert broker.store.max_offset("DefaultCluster_REPLY_TOPIC", 0) == 0

@@ -21,6 +21,7 @@ from producer.consumer import (
 from producer.errors import (
     NoReplyTopicError,
     NotARequestError,
+    ProducerClosedError,
     ReplyRefusedError,
     ReplyTimeout,
     RequestTimeout,
@@ -153,3 +154,25 @@ async def test_a_request_whose_cluster_has_no_reply_topic_is_refused_unsent() ->
             ):
                 await requester.request(Message("ReqTopic", b"x"), timeout_ms=5000)
         assert cluster.messages("ReqTopic") == []
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_closing_fails_waiting_requests_once_and_leaves_none(
+    cluster: DevClusterThread,
+) -> None:
+    outcomes: list[object] = []
+    async with Producer("RequesterGroup", cluster.namesrv_addr) as requester:
+        requester.request_async(
+            Message("Nobody", b"never answered"),
+            outcomes.append,
+            outcomes.append,
+            timeout_ms=600_000,
+        )
+        with anyio.fail_after(20):
+            while not cluster.messages("Nobody"):  # noqa: ASYNC110 - the broker's state
+                await anyio.sleep(0.01)
+        pending = requester._requester
+    [outcome] = outcomes
+    assert isinstance(outcome, ProducerClosedError), outcome
+    assert pending is not None and len(pending._pending) == 0
