@@ -6,11 +6,12 @@ import logging
 import os
 import random
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from ssl import SSLContext
 from typing import Any, Literal
 
 import anyio
+import msgspec
 
 from latency_fault import make_router
 from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
@@ -18,14 +19,19 @@ from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
 from producer._client.upkeep import Maintenance
+from producer._consume.message import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
+from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message
 from producer._remoting.namespace import wrap
+from producer._remoting.reply import Reply
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
+from producer._reply.replier import Replier
+from producer._reply.requester import Requester
 from producer._send.backpressure import InFlightLimiter
 from producer._send.batch_sends import batchable
 from producer._send.future import OnException, OnSuccess, SendFuture
@@ -46,6 +52,7 @@ from producer._transport import Connector, current_runtime
 from producer._transport.base import client_tls
 from producer.errors import (
     LocalProtocolError,
+    ProducerClosedError,
     ProducerError,
     SendTimeout,
 )
@@ -160,6 +167,8 @@ class Producer(AsyncLifecycle):
         #: Serves requests brokers start on our connections (a TransactionProducer's
         #: CHECK_TRANSACTION_STATE); set before start(). None: Java's "not supported".
         self.peer_handler: RequestHandler | None = None
+        self._requester: Requester | None = None  # request-reply, built by start()
+        self._replier: Replier | None = None
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -188,6 +197,7 @@ class Producer(AsyncLifecycle):
         connector = self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer)
         self._running = await start_running(self._parts(), runtime, connector, self._clock)
         self.state = LifecycleState.RUNNING
+        self._start_request_reply(self._running)
         if self._trace is not None:
             maintenance = self._running.maintenance
             self._trace_sender = TraceSender(
@@ -198,6 +208,21 @@ class Producer(AsyncLifecycle):
                 uniq_keys=self._uniq_keys,
             )
             await self._trace.start()
+
+    def _start_request_reply(self, running: Running) -> None:
+        client, routes = running.maintenance.client, running.maintenance.routes
+        self._requester = Requester(
+            group=self.group,
+            client_id=self.client_id,
+            routes=routes,
+            client=client,
+            clock=self._clock,
+            rng=self._rng,
+            tg=running.tg,
+        )
+        self._replier = Replier(
+            self.group, client=client, routes=routes, clock=self._clock, uniq_keys=self._uniq_keys
+        )
 
     async def _send_trace(self, message: Message) -> None:
         """The trace dispatcher's way out: one trace message on our connections."""
@@ -242,6 +267,8 @@ class Producer(AsyncLifecycle):
         if self._trace is not None:  # the traces of what was sent, before the pool closes
             await self._trace.aclose(self.options.close_timeout_ms)
         await running.async_sends.cancel_all()  # before the scope below cancels this task too
+        if self._requester is not None:  # requests awaiting a reply fail, none is left
+            self._requester.close()
         running.tg.cancel_scope.cancel()
         cancelled = await exit_noting_cancel(running.tg)
         if running.batching is not None:
@@ -378,9 +405,82 @@ class Producer(AsyncLifecycle):
             await running.timer.check(message, budget, prepared.topic)
         await self._run(running, SendJob(prepared, message), SendMode.ONEWAY, budget)
 
+    # -- request-reply ----------------------------------------------------------------
+
+    async def request(self, message: Message, *, timeout_ms: float) -> ReceivedMessage:
+        """Send ``message`` as a request and return the reply (Java's ``request(msg,
+        timeout)`` as fixed upstream: the reply, never the request).
+
+        The whole exchange has ``timeout_ms``, which also travels as the request's
+        ``TTL``. Raises :class:`~producer.errors.ReplyTimeout` when no reply comes in
+        time, :class:`~producer.errors.NoReplyTopicError` when the topic's cluster has
+        no reply topic, or the send's own error.
+        """
+        return await self._ask(message, timeout_ms)
+
+    async def _ask(self, message: Message, timeout_ms: float) -> ReceivedMessage:
+        running = self._open()
+        if not isinstance(timeout_ms, int | float) or not timeout_ms > 0:
+            raise LocalProtocolError(f"timeout_ms must be a positive number, got {timeout_ms!r}")
+        prepared = self._prepared(message)
+        assert self._requester is not None, "running"
+
+        async def send(properties_of: Callable[[str], str], budget_ms: float) -> object:
+            request = msgspec.structs.replace(
+                prepared, properties=properties_of(prepared.properties)
+            )
+            return await self._run(running, SendJob(request, message), SendMode.SYNC, budget_ms)
+
+        return await self._requester.ask(prepared.topic, timeout_ms, send)
+
+    def request_async(
+        self,
+        message: Message,
+        on_reply: Callable[[ReceivedMessage], object],
+        on_exception: Callable[[BaseException], object],
+        *,
+        timeout_ms: float,
+    ) -> None:
+        """:meth:`request` as a task of the producer: exactly one of the callbacks runs,
+        once - ``on_reply(reply)``, or ``on_exception(error)`` (ProducerClosedError when
+        the producer closes first). Java's callback form, without its ``onSuccess(null)``.
+        """
+        running = self._open()
+        self._prepared(message)  # a bad message fails here, not in the callback
+        running.tg.start_soon(self._request_task, message, on_reply, on_exception, timeout_ms)
+
+    async def _request_task(
+        self,
+        message: Message,
+        on_reply: Callable[[ReceivedMessage], object],
+        on_exception: Callable[[BaseException], object],
+        timeout_ms: float,
+    ) -> None:
+        try:
+            reply = await self._ask(message, timeout_ms)
+        except anyio.get_cancelled_exc_class():
+            on_exception(ProducerClosedError("the producer closed before the reply came"))
+            raise
+        except Exception as exc:
+            on_exception(exc)
+        else:
+            on_reply(reply)
+
+    async def send_reply(self, reply: Reply, *, timeout_ms: float | None = None) -> SendResult:
+        """Send a reply made by :func:`producer.consumer.create_reply` (SEND_REPLY_MESSAGE_V2):
+        the broker pushes it to the requester. One attempt; raises
+        :class:`~producer.errors.ReplyRefusedError` when the broker could not deliver it.
+        """
+        self._open()
+        assert self._replier is not None, "running"
+        budget = self.options.send_timeout_ms if timeout_ms is None else timeout_ms
+        return await self._replier.send_reply(reply, budget)
+
     # -- internals --------------------------------------------------------------------
 
     def _serve_peer(self, address: str, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT and self._requester:
+            return self._requester.receive(address, request)
         handler = self.peer_handler
         return not_supported(address, request) if handler is None else handler(address, request)
 

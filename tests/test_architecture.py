@@ -69,6 +69,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "producer._consume",
         "producer._trace",
     ),
+    # Request-reply: the requester's table and sweeper, the replier's send (325); the
+    # reply handed back is a consumer's ReceivedMessage.
+    "producer._reply": (
+        *CORE,
+        LIFECYCLE,
+        "producer._transport",
+        "producer._client",
+        "producer._send.result",
+        "producer._consume",
+        "producer._reply",
+    ),
     "producer.testing": (
         *CORE,
         LIFECYCLE,

@@ -60,6 +60,8 @@ class RequestCode(enum.IntEnum):
     GET_ROUTEINFO_BY_TOPIC = 105
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
+    SEND_REPLY_MESSAGE_V2 = 325  # a reply (MSG_TYPE=reply): ReplyMessageProcessor
+    PUSH_REPLY_MESSAGE_TO_CLIENT = 326  # broker -> requester: the reply, pushed
     GET_TOPIC_CONFIG = 351  # 5.x: a topic's config, with its message type
     # 5.x pop consumption (producer._remoting.pop_requests)
     POP_MESSAGE = 200050

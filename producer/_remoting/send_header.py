@@ -174,11 +174,18 @@ class SendMessageRequestHeader:
         )
 
 
+_V2_CODES = (
+    RequestCode.SEND_MESSAGE_V2,
+    RequestCode.SEND_BATCH_MESSAGE,
+    RequestCode.SEND_REPLY_MESSAGE_V2,
+)
+
+
 def parse_send_request_header(command: RemotingCommand) -> SendMessageRequestHeader:
     """The header of any of the three send requests, picked by request code."""
     if command.code == RequestCode.SEND_MESSAGE:
         return SendMessageRequestHeader.from_v1_fields(command.ext_fields)
-    if command.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+    if command.code in _V2_CODES:  # a reply (325) has the header of 310
         return SendMessageRequestHeader.from_v2_fields(command.ext_fields)
     raise RemoteProtocolError(f"request code {command.code} is not a send request")
 

@@ -18,6 +18,7 @@ from producer._consume.message import ReceivedMessage
 from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.pop import PoppedMessage
 from producer._remoting.message import MessageQueue
+from producer._remoting.reply import Reply, create_reply
 from producer._remoting.retry_topics import dlq_topic, retry_topic
 from producer._remoting.trace import PubRecord, SubAfterRecord, SubBeforeRecord
 from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
@@ -41,9 +42,11 @@ __all__ = [
     "PullConsumer",
     "PushConsumer",
     "ReceivedMessage",
+    "Reply",
     "SimpleConsumer",
     "SubAfterRecord",
     "SubBeforeRecord",
+    "create_reply",
     "dlq_topic",
     "read_trace",
     "retry_topic",

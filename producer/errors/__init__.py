@@ -61,6 +61,12 @@ from producer.errors._broker import (
     TopicNotExistError,
 )
 from producer.errors._pop import PopUnsupportedError, ReceiptHandleExpiredError
+from producer.errors._reply import (
+    NoReplyTopicError,
+    NotARequestError,
+    ReplyRefusedError,
+    ReplyTimeout,
+)
 
 __all__ = [
     "AclError",
@@ -84,6 +90,8 @@ __all__ = [
     "MessageValidationError",
     "NoBuyerIdError",
     "NoPermissionError",
+    "NoReplyTopicError",
+    "NotARequestError",
     "NameServerError",
     "NoRouteError",
     "NotInCurrentUnitError",
@@ -93,6 +101,8 @@ __all__ = [
     "ProducerError",
     "ReceiptHandleExpiredError",
     "RemoteProtocolError",
+    "ReplyRefusedError",
+    "ReplyTimeout",
     "RequestCodeNotSupportedError",
     "RequestTimeout",
     "SendTimeout",

@@ -40,6 +40,7 @@ from producer.testing._faults import FaultDecision
 from producer.testing._filters import check_client_config
 from producer.testing._pop import PopSide, topic_config_answer
 from producer.testing._query import answer_query_message
+from producer.testing._replies import ReplyPusher
 from producer.testing._schedule import SCHEDULE_TOPIC
 from producer.testing._send_checks import (
     SendRefusal,
@@ -125,6 +126,13 @@ class Broker:
         )
         self._rng = rng
         self._on_topic_created = on_topic_created
+        self.replies = ReplyPusher(
+            self.store,
+            self.transactions.producers,
+            clock_ms=clock_ms,
+            put=lambda topic, queue_id, pending: self.put(topic, queue_id, pending, False),
+        )
+        self.replies.version = version
         self.consume = ConsumeSide(
             self.store,
             broker_name=name,
@@ -194,6 +202,9 @@ class Broker:
         if request.code in SEND_CODES:
             decision = decider(True)
             response: RemotingCommand | None = self.process_send(request, decision, channel.peer)
+        elif request.code == RequestCode.SEND_REPLY_MESSAGE_V2:
+            decision = decider(True)
+            response = self.process_reply(request, channel.peer)
         elif request.code in CONSUME_CODES:
             decision = decider(False)
             response = self.consume.process(request, channel)
@@ -270,6 +281,19 @@ class Broker:
                 **({} if header.batch else recall_handle(stored[0], self.name)),
             },
         )
+
+    def process_reply(self, request: RemotingCommand, peer: str) -> RemotingCommand:
+        """SEND_REPLY_MESSAGE_V2: ``msgCheck``, then push and store (``_replies.py``)."""
+        try:
+            header = parse_send_request_header(request)
+        except HeaderFieldError as exc:
+            return _system_error(request, f"{_REMOTING_EXCEPTION}: {exc}")
+        trace = {"MSG_REGION": self.region, "TRACE_ON": "true"}
+        try:
+            queue_id = self._queue_id(header, self._check(header, peer))
+        except SendRefusal as refusal:
+            return request.make_response(refusal.code, ext_fields=trace, remark=refusal.remark)
+        return self.replies.process(request, header, queue_id, peer, trace)
 
     def _check(self, header: SendMessageRequestHeader, peer: str) -> TopicConfig:
         """``msgCheck``: topic name, topic config (auto-created if allowed), queue id."""

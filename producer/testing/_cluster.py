@@ -19,6 +19,7 @@ from producer._remoting.delay_levels import (
     DEFAULT_DELAY_LEVELS,
     parse_delay_levels,
 )
+from producer._remoting.reply import reply_topic
 from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
 from producer.testing._cluster_view import ClusterView
@@ -204,6 +205,10 @@ class DevCluster(ClusterView, AsyncLifecycle):
                 ssl=serving,
                 on_close=handler.channel_closed if isinstance(handler, Broker) else None,
             )
+            # TopicConfigManager: every 4.x broker creates its cluster's reply topic
+            self._register(
+                name, TopicConfig(reply_topic(cluster_name), 1, 1, PERM_READ | PERM_WRITE)
+            )
             if auto:
                 self._register(
                     name,
@@ -375,6 +380,13 @@ class DevCluster(ClusterView, AsyncLifecycle):
             self._listener(broker)
             config = TopicConfig(name, queues, queues, perm, message_type=message_type)
             self._register(broker, config)
+
+    def delete_topic(self, name: str) -> None:
+        """``mqadmin deleteTopic``: off every broker and the name server (messages kept)."""
+        for handler in self._handlers.values():
+            if isinstance(handler, Broker):
+                handler.store.topics.pop(name, None)
+        self._namesrv.delete_topic(name)
 
     def _register(self, broker: str, config: TopicConfig) -> None:
         handler = self._handlers[broker]

@@ -54,6 +54,10 @@ class NameServer:
             topic_sys_flag=config.topic_sys_flag,
         )
 
+    def delete_topic(self, name: str) -> None:
+        """Forget ``name`` (``mqadmin deleteTopic``: DELETE_TOPIC_IN_NAMESRV)."""
+        self._topics.pop(name, None)
+
     def topics(self) -> list[str]:
         return sorted(self._topics)
 

@@ -137,6 +137,10 @@ class DevClusterThread(ClosesOnExit):
             lambda: self.cluster.add_topic(name, queues, perm, names, message_type=message_type)
         )
 
+    def delete_topic(self, name: str) -> None:
+        """``mqadmin deleteTopic``: off every broker and the name server."""
+        self._query(lambda: self.cluster.delete_topic(name))
+
     def message_count(self, topic: str | None = None, *, broker: str | None = None) -> int:
         """Messages stored (counted, in sink mode), for one topic and/or broker."""
         return self._query(lambda: self.cluster.message_count(topic, broker=broker))

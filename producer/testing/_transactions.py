@@ -155,6 +155,11 @@ class ProducerChannels:
         for client_id in [c for c, p in self._clients.items() if p.channel is channel]:
             del self._clients[client_id]
 
+    def find(self, client_id: str) -> Channel | None:
+        """The channel ``client_id`` heartbeats on (``ProducerManager.findChannel``)."""
+        known = self._clients.get(client_id)
+        return None if known is None else known.channel
+
     def groups(self) -> dict[str, set[str]]:
         """Client id -> its producer groups."""
         return {client_id: set(p.groups) for client_id, p in self._clients.items()}
