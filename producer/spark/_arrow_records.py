@@ -1,0 +1,327 @@
+"""Pulled commit-log records straight to an Arrow batch of the read columns, column by
+column: no Python object per message field.
+
+A pull's body is the broker's records back to back (docs/consuming.md 1.6). Walking it
+finds where each record starts (one integer per record); every fixed field is then
+gathered for all records at once with numpy, bodies and properties are cut out of the
+buffer by a mask into Arrow's contiguous value buffers, and the properties map, tag,
+keys and message id come from Arrow's string kernels. The rows are exactly what
+:func:`~producer.spark._queue_read.to_batch` makes of the messages the pull consumer
+decodes from the same bytes, with the same rules:
+
+* the tag is re-checked against the read's tags (the broker filters by hash only);
+* a compressed body is inflated by the codec its sysFlag names, bounded as the consumer
+  bounds it, and one that does not inflate raises
+  :class:`~producer.errors.UndecodableBodyError` (its bytes are never handed on as the
+  body);
+* properties decode as :func:`~producer._remoting.properties.decode_properties` does.
+
+Whatever this fast path does not cover - IPv6 hosts, 5.x records, a retry topic,
+duplicate property names, anything malformed - goes through the consumer's decoder and
+``to_batch``: one definition of every rule, and a bad record still raises
+:class:`~producer.errors.RemoteProtocolError`. Pure: bytes in, a batch out.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from producer._consume.message import ReceivedMessage, decode_pulled
+from producer._remoting.message_codec import COMPRESSED_FLAG, decompress_body, make_offset_msg_id
+from producer._remoting.properties import KEYS, TAGS, UNIQ_KEY
+from producer._remoting.retry_topics import RETRY_PREFIX
+from producer._remoting.store_record import MAGIC_CODE
+from producer.consumer._queue_worker import MAX_BODY_BYTES
+from producer.errors import CodecUnavailableError, CorruptBodyError, UndecodableBodyError
+
+__all__ = ["records_to_batch"]
+
+Ints = npt.NDArray[np.int64]
+Slow = Callable[[list[ReceivedMessage]], pa.RecordBatch]  # to_batch: the general path
+
+_SIZE = struct.Struct(">i")
+_V6_FLAGS = 0x30  # BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+_BODY_AT = 88  # a 4.x IPv4 record's fixed fields (store_record._FIXED_V4) end here
+_MIN_RECORD = _BODY_AT + 3  # an empty body, a topic length byte, a properties length
+# Where each fixed field sits in a 4.x IPv4 record, and its big-endian type.
+_MAGIC, _QUEUE_ID, _QUEUE_OFFSET, _COMMIT_OFFSET = (4, ">i4"), (12, ">i4"), (20, ">i8"), (28, ">i8")
+_SYS_FLAG, _BORN_TS, _STORE_TS = (36, ">i4"), (40, ">i8"), (56, ">i8")
+_STORE_IP, _STORE_PORT = (64, ">u4"), (68, ">i4")
+_RECONSUME, _BODY_LEN = (72, ">i4"), (84, ">i4")
+
+
+def records_to_batch(
+    data: bytes,
+    broker: str,
+    schema: pa.Schema,
+    slow: Slow,
+    *,
+    below: int | None = None,
+    tags: frozenset[str] | None = None,
+) -> pa.RecordBatch:
+    """The records of ``data`` (pulled from ``broker``) with a queue offset below
+    ``below`` and a tag among ``tags`` (None: any), as one batch of ``schema``."""
+    starts = _record_starts(data)
+    if starts is not None and not len(starts):
+        return pa.RecordBatch.from_pylist([], schema=schema)
+    if starts is None:
+        return _general(data, broker, slow, below, tags)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    fields = _Fields(buf, starts)
+    props = fields.properties()
+    if props is None or fields.topic is None or fields.topic.startswith(RETRY_PREFIX):
+        return _general(data, broker, slow, below, tags)
+    names, values, parent = _pairs(props)
+    if _has_duplicates(names, parent):
+        return _general(data, broker, slow, below, tags)
+    tag = _property(names, values, parent, TAGS, len(starts))
+    keep = _kept(fields.get(_QUEUE_OFFSET), tag, below, tags)
+    columns = {
+        "topic": pa.repeat(pa.scalar(fields.topic), len(starts)),
+        "broker": pa.repeat(pa.scalar(broker), len(starts)),
+        "queue_id": pa.array(fields.get(_QUEUE_ID).astype(np.int32)),
+        "queue_offset": pa.array(fields.get(_QUEUE_OFFSET)),
+        "msg_id": _msg_ids(fields, _property(names, values, parent, UNIQ_KEY, len(starts))),
+        "keys": _keys(_property(names, values, parent, KEYS, len(starts))),
+        "tags": tag,
+        "properties": pa.MapArray.from_arrays(_offsets(parent, len(starts)), names, values),
+        "body": fields.bodies(),
+        "born_timestamp": pa.array(fields.get(_BORN_TS)),
+        "store_timestamp": pa.array(fields.get(_STORE_TS)),
+        "store_host": fields.store_hosts(),
+        "reconsume_times": pa.array(fields.get(_RECONSUME).astype(np.int32)),
+    }
+    batch = pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+    batch = batch if keep is None else batch.filter(pa.array(keep))
+    return _inflated(batch, fields, keep)
+
+
+def _general(
+    data: bytes, broker: str, slow: Slow, below: int | None, tags: frozenset[str] | None
+) -> pa.RecordBatch:
+    """The consumer's decoder and ``to_batch``, with the consumer's rules."""
+    messages = decode_pulled(data, broker, max_body_bytes=MAX_BODY_BYTES)
+    kept = [
+        m
+        for m in messages
+        if (below is None or m.queue_offset < below) and (tags is None or m.tags in tags)
+    ]
+    for message in kept:
+        if message.undecodable is not None:
+            raise message.undecodable
+    return slow(kept)
+
+
+def _record_starts(data: bytes) -> Ints | None:
+    """Where each record starts, if every one is a well-formed 4.x IPv4 record's size."""
+    view, pos, end = memoryview(data), 0, len(data)
+    found: list[int] = []
+    unpack = _SIZE.unpack_from
+    while pos < end:
+        if end - pos < _MIN_RECORD:
+            return None
+        (size,) = unpack(view, pos)
+        if size < _MIN_RECORD or size > end - pos:
+            return None
+        found.append(pos)
+        pos += size
+    return np.array(found, dtype=np.int64)
+
+
+class _Fields:
+    """Column-wise reads of the records starting at ``starts``; ``properties()`` checks
+    that the variable part of every record adds up (else it says None)."""
+
+    def __init__(self, buf: npt.NDArray[np.uint8], starts: Ints) -> None:
+        self.buf, self.starts = buf, starts
+        self.ends = np.append(starts[1:], len(buf)).astype(np.int64)
+        self.topic: str | None = None
+        self.body_at = starts + _BODY_AT
+        self.body_end = self.body_at + self.get(_BODY_LEN)
+        self.sys_flag = self.get(_SYS_FLAG)
+
+    def get(self, field: tuple[int, str], at: Ints | None = None) -> Ints:
+        """The field at ``offset`` (relative to each start, or at ``at``) of every record."""
+        offset, kind = field
+        dtype = np.dtype(kind)
+        where = (self.starts + offset) if at is None else at
+        raw = self.buf[where[:, None] + np.arange(dtype.itemsize)]
+        values: Ints = raw.view(dtype).reshape(-1).astype(np.int64)
+        return values
+
+    def properties(self) -> pa.StringArray | None:
+        """Every record's properties text, or None when the records are not all plain
+        4.x IPv4 ones of one topic with consistent lengths and UTF-8 text."""
+        if (self.get(_MAGIC) != MAGIC_CODE).any() or (self.sys_flag & _V6_FLAGS).any():
+            return None
+        if (self.body_at > self.body_end).any() or (self.body_end + 3 > self.ends).any():
+            return None
+        topic_len = self.buf[self.body_end].astype(np.int64)
+        props_at = self.body_end + 1 + topic_len + 2
+        if (props_at > self.ends).any() or (topic_len != topic_len[0]).any():
+            return None
+        props_len = self.get((0, ">i2"), props_at - 2)
+        if (props_at + props_len != self.ends).any() or not self._one_topic(int(topic_len[0])):
+            return None
+        text = _strings(self.buf, props_at, self.ends)
+        try:
+            text.validate(full=True)  # UTF-8
+        except pa.ArrowInvalid:
+            return None
+        return text
+
+    def _one_topic(self, size: int) -> bool:
+        at = self.body_end + 1
+        names = self.buf[at[:, None] + np.arange(size)]
+        if not (names == names[0]).all():
+            return False
+        try:
+            self.topic = bytes(names[0]).decode()
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    def bodies(self) -> pa.BinaryArray:
+        """The bodies as stored (compressed ones are inflated afterwards)."""
+        return _segments(pa.binary(), self.buf, self.body_at, self.body_end)
+
+    def store_hosts(self) -> pa.StringArray:
+        """``ip:port`` of each record's store host, formatted once per distinct host."""
+        key = self.get(_STORE_IP) << 32 | self.get(_STORE_PORT)
+        hosts, index = np.unique(key, return_inverse=True)
+        text = [f"{_ip(int(h) >> 32)}:{int(h) & 0xFFFFFFFF}" for h in hosts]
+        return pa.array(text, pa.string()).take(pa.array(index.reshape(-1)))
+
+
+def _ip(value: int) -> str:
+    return ".".join(str(b) for b in value.to_bytes(4, "big"))
+
+
+def _segments(kind: pa.DataType, buf: npt.NDArray[np.uint8], at: Ints, end: Ints) -> pa.Array:
+    """The bytes ``[at[i], end[i])`` of every record, as one Arrow binary/string array
+    (disjoint ranges in order: a running mask picks them out in one pass)."""
+    mark = np.zeros(len(buf) + 1, dtype=np.int8)
+    mark[at] += 1
+    mark[end] -= 1
+    values = buf[np.cumsum(mark[:-1], dtype=np.int8).view(np.bool_)]
+    offsets = np.zeros(len(at) + 1, dtype=np.int32)
+    np.cumsum(end - at, out=offsets[1:])
+    return pa.Array.from_buffers(kind, len(at), [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+
+
+def _strings(buf: npt.NDArray[np.uint8], at: Ints, end: Ints) -> pa.StringArray:
+    return _segments(pa.string(), buf, at, end)
+
+
+def _pairs(props: pa.StringArray) -> tuple[pa.StringArray, pa.StringArray, Ints]:
+    """Every well-formed ``name\\x01value`` pair (both non-empty, as the consumer's
+    lenient decoder keeps them), and the record each came from."""
+    pieces = pc.split_pattern(props, "\x02")
+    flat = pieces.flatten()
+    parent = np.asarray(pc.list_parent_indices(pieces), dtype=np.int64)
+    good = np.asarray(pc.greater(pc.find_substring(flat, "\x01"), 0))  # a name before it
+    flat, parent = flat.filter(pa.array(good)), parent[good]
+    both = pc.split_pattern(flat, "\x01", max_splits=1).flatten()
+    names = both.take(pa.array(np.arange(0, len(both), 2)))
+    values = both.take(pa.array(np.arange(1, len(both), 2)))
+    has_value = np.asarray(pc.not_equal(values, ""))
+    if not has_value.all():
+        names, values = names.filter(pa.array(has_value)), values.filter(pa.array(has_value))
+        parent = parent[has_value]
+    return names, values, parent
+
+
+def _has_duplicates(names: pa.StringArray, parent: Ints) -> bool:
+    """Whether a record names a property twice (the consumer keeps the last)."""
+    coded = pc.dictionary_encode(names)
+    key = parent * len(coded.dictionary) + np.asarray(coded.indices, dtype=np.int64)
+    return len(np.unique(key)) != len(key)
+
+
+def _property(
+    names: pa.StringArray, values: pa.StringArray, parent: Ints, name: str, rows: int
+) -> pa.StringArray:
+    """Each record's value of property ``name`` (null where it has none)."""
+    hit = np.flatnonzero(np.asarray(pc.equal(names, name)))
+    index = np.full(rows, -1, dtype=np.int64)
+    index[parent[hit]] = hit
+    return values.take(pa.array(index, mask=index < 0))
+
+
+def _offsets(parent: Ints, rows: int) -> pa.Array:
+    offsets = np.zeros(rows + 1, dtype=np.int32)
+    np.cumsum(np.bincount(parent, minlength=rows), out=offsets[1:])
+    return pa.array(offsets)
+
+
+def _keys(keys: pa.StringArray) -> pa.ListArray:
+    """``KEYS`` split on spaces, empty pieces dropped (``split_keys``); [] for none."""
+    pieces = pc.split_pattern(pc.fill_null(keys, ""), " ")
+    flat = pieces.flatten()
+    parent = np.asarray(pc.list_parent_indices(pieces), dtype=np.int64)
+    good = np.asarray(pc.not_equal(flat, ""))
+    items = flat.filter(pa.array(good))
+    return pa.ListArray.from_arrays(_offsets(parent[good], len(keys)), items)
+
+
+def _msg_ids(fields: _Fields, uniq: pa.StringArray) -> pa.StringArray:
+    """``UNIQ_KEY``, else the broker's offset message id (worked out for those only)."""
+    if not uniq.null_count:
+        return uniq
+    missing = np.flatnonzero(np.asarray(uniq.is_null()))
+    ips, ports = fields.get(_STORE_IP)[missing], fields.get(_STORE_PORT)[missing]
+    offsets = fields.get(_COMMIT_OFFSET)[missing]
+    ids = [
+        make_offset_msg_id(_ip(int(ip)), int(port), int(offset))
+        for ip, port, offset in zip(ips, ports, offsets, strict=True)
+    ]
+    mask = pa.array(np.asarray(uniq.is_null()))
+    return pc.replace_with_mask(uniq, mask, pa.array(ids, pa.string()))
+
+
+def _kept(
+    offsets: Ints, tag: pa.StringArray, below: int | None, tags: frozenset[str] | None
+) -> npt.NDArray[np.bool_] | None:
+    """Which rows to keep (None: all): below the range's end, with a wanted tag."""
+    keep = np.ones(len(offsets), dtype=np.bool_)
+    if below is not None:
+        keep &= offsets < below
+    if tags is not None:
+        wanted = pc.is_in(tag, pa.array(sorted(tags), pa.string()))
+        keep &= np.asarray(pc.fill_null(wanted, False))
+    return None if keep.all() else keep
+
+
+def _inflated(
+    batch: pa.RecordBatch, fields: _Fields, keep: npt.NDArray[np.bool_] | None
+) -> pa.RecordBatch:
+    """``batch`` with its compressed bodies inflated; one that does not inflate raises."""
+    flags = fields.sys_flag if keep is None else fields.sys_flag[keep]
+    packed = np.flatnonzero(flags & COMPRESSED_FLAG)
+    if not len(packed):
+        return batch
+    body_at = batch.schema.get_field_index("body")
+    stored = batch.column(body_at).take(pa.array(packed)).to_pylist()
+    bodies = [
+        _inflate(body, int(flags[i]), batch, int(i)) for body, i in zip(stored, packed, strict=True)
+    ]
+    mask = np.zeros(len(flags), dtype=np.bool_)
+    mask[packed] = True
+    body = pc.replace_with_mask(batch.column(body_at), pa.array(mask), pa.array(bodies))
+    return batch.set_column(body_at, batch.schema.field(body_at), body)
+
+
+def _inflate(body: bytes, sys_flag: int, batch: pa.RecordBatch, row: int) -> bytes:
+    try:
+        return decompress_body(body, sys_flag, max_size=MAX_BODY_BYTES)
+    except (CodecUnavailableError, CorruptBodyError) as exc:
+        msg_id = batch.column("msg_id")[row].as_py()
+        where = "{}@{}/{}".format(*(batch.column(c)[row] for c in ("topic", "broker", "queue_id")))
+        offset = batch.column("queue_offset")[row].as_py()
+        raise UndecodableBodyError(msg_id, exc, queue=where, offset=offset) from exc
