@@ -3,8 +3,8 @@ column: no Python object per message field.
 
 A pull's body is the broker's records back to back (docs/consuming.md 1.6). Walking it
 finds where each record starts (one integer per record); every fixed field is then
-gathered for all records at once with numpy, bodies and properties are cut out of the
-buffer by a mask into Arrow's contiguous value buffers, and the properties map, tag,
+gathered for all records at once with numpy, bodies and properties become Arrow views
+into the buffer (then one copy into contiguous values), and the properties map, tag,
 keys and message id come from Arrow's string kernels. The rows are exactly what
 :func:`~producer.spark._queue_read.to_batch` makes of the messages the pull consumer
 decodes from the same bytes, with the same rules:
@@ -189,34 +189,45 @@ class _Fields:
 
     def bodies(self) -> pa.BinaryArray:
         """The bodies as stored (compressed ones are inflated afterwards)."""
-        return _segments(pa.binary(), self.buf, self.body_at, self.body_end)
+        return _segments(pa.binary_view(), self.buf, self.body_at, self.body_end).cast(pa.binary())
 
     def store_hosts(self) -> pa.StringArray:
         """``ip:port`` of each record's store host, formatted once per distinct host."""
         key = self.get(_STORE_IP) << 32 | self.get(_STORE_PORT)
+        if (key == key[0]).all():  # one broker's records: one host
+            return pa.repeat(pa.scalar(_host(int(key[0]))), len(key))
         hosts, index = np.unique(key, return_inverse=True)
-        text = [f"{_ip(int(h) >> 32)}:{int(h) & 0xFFFFFFFF}" for h in hosts]
+        text = [_host(int(h)) for h in hosts]
         return pa.array(text, pa.string()).take(pa.array(index.reshape(-1)))
+
+
+def _host(key: int) -> str:
+    return f"{_ip(key >> 32)}:{key & 0xFFFFFFFF}"
 
 
 def _ip(value: int) -> str:
     return ".".join(str(b) for b in value.to_bytes(4, "big"))
 
 
-def _segments(kind: pa.DataType, buf: npt.NDArray[np.uint8], at: Ints, end: Ints) -> pa.Array:
-    """The bytes ``[at[i], end[i])`` of every record, as one Arrow binary/string array
-    (disjoint ranges in order: a running mask picks them out in one pass)."""
-    mark = np.zeros(len(buf) + 1, dtype=np.int8)
-    mark[at] += 1
-    mark[end] -= 1
-    values = buf[np.cumsum(mark[:-1], dtype=np.int8).view(np.bool_)]
-    offsets = np.zeros(len(at) + 1, dtype=np.int32)
-    np.cumsum(end - at, out=offsets[1:])
-    return pa.Array.from_buffers(kind, len(at), [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+def _segments(view: pa.DataType, buf: npt.NDArray[np.uint8], at: Ints, end: Ints) -> pa.Array:
+    """The bytes ``[at[i], end[i])`` of every record as a ``view`` (binary_view or
+    string_view) array over ``buf`` itself: 16 bytes per value, made column-wise. A
+    value of up to 12 bytes sits in its view, a longer one is its first 4 bytes, buffer
+    0 and its offset (Arrow's columnar format, "Variable-size Binary View Layout")."""
+    rows, length = len(at), (end - at).astype(np.int32)
+    views = np.zeros((rows, 16), dtype=np.uint8)
+    views[:, :4] = length.view(np.uint8).reshape(rows, 4)
+    ahead = np.arange(12)
+    inline = ahead < length[:, None]
+    views[:, 4:] = np.where(inline, buf[np.minimum(at[:, None] + ahead, len(buf) - 1)], 0)
+    longer = length > 12
+    views[longer, 8:12] = 0
+    views[longer, 12:] = at[longer].astype(np.int32).view(np.uint8).reshape(-1, 4)
+    return pa.Array.from_buffers(view, rows, [None, pa.py_buffer(views), pa.py_buffer(buf)])
 
 
 def _strings(buf: npt.NDArray[np.uint8], at: Ints, end: Ints) -> pa.StringArray:
-    return _segments(pa.string(), buf, at, end)
+    return _segments(pa.string_view(), buf, at, end).cast(pa.string())
 
 
 def _pairs(props: pa.StringArray) -> tuple[pa.StringArray, pa.StringArray, Ints]:
