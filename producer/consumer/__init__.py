@@ -24,6 +24,7 @@ from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
 from producer.consumer._listener import ConsumeContext
 from producer.consumer._pop_consumer import PopConsumer
 from producer.consumer._pull_consumer import PullConsumer
+from producer.consumer._pull_step import decode_records
 from producer.consumer._push_consumer import PushConsumer
 from producer.consumer._simple_consumer import SimpleConsumer
 from producer.consumer._trace_reader import read_trace
@@ -44,6 +45,7 @@ __all__ = [
     "SimpleConsumer",
     "SubAfterRecord",
     "SubBeforeRecord",
+    "decode_records",
     "dlq_topic",
     "read_trace",
     "retry_topic",

@@ -298,8 +298,9 @@ class PullConsumer(AsyncLifecycle):
         records back to back (``b""`` when there were none), the position moved past them
         as :meth:`getmany` would. For bulk decoders (the Spark source builds Arrow columns
         straight from them), which must do what ``getmany`` does per message themselves:
-        re-check the tag, inflate bodies and refuse one that does not inflate, and unwrap
-        a namespaced topic. Not to be mixed with ``async for`` on the same queue."""
+        re-check the tag, inflate bodies and refuse one that does not inflate
+        (:func:`~producer.consumer.decode_records` decodes records as ``getmany`` does),
+        and unwrap a namespaced topic. Not to be mixed with ``async for`` on the same queue."""
         position = await self.position(queue)
         queue = self._wire(queue)
         api = await self._routed([queue])

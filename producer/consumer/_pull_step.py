@@ -25,7 +25,7 @@ from producer.errors import OffsetOutOfRangeError, UndecodableBodyError
 
 log = logging.getLogger("producer.consumer")
 
-__all__ = ["PullRequest", "Pulled", "pull_once"]
+__all__ = ["PullRequest", "Pulled", "decode_records", "pull_once"]
 
 
 @dataclass(slots=True)
@@ -83,6 +83,14 @@ async def pull_once(
     # NO_NEW_MSG keeps the offset; NO_MATCHED_MSG moves past what the tag filter skipped:
     # both are next_begin_offset, as the broker says.
     return pulled
+
+
+def decode_records(records: bytes, broker_name: str) -> list[ReceivedMessage]:
+    """The messages of records pulled from ``broker_name`` (:meth:`PullConsumer.pull_records`),
+    decoded as ``getmany`` decodes them: bodies inflated (to at most the consumer's bound),
+    a retry topic's messages under their original topic. No tag check here, and a body
+    that does not inflate is marked (``ReceivedMessage.undecodable``), not raised."""
+    return decode_pulled(records, broker_name, max_body_bytes=MAX_BODY_BYTES)
 
 
 def _messages(

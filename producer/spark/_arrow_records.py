@@ -10,16 +10,17 @@ keys and message id come from Arrow's string kernels. The rows are exactly what
 decodes from the same bytes, with the same rules:
 
 * the tag is re-checked against the read's tags (the broker filters by hash only);
-* a compressed body is inflated by the codec its sysFlag names, bounded as the consumer
-  bounds it, and one that does not inflate raises
-  :class:`~producer.errors.UndecodableBodyError` (its bytes are never handed on as the
-  body);
+* a compressed body is inflated by the consumer's decoder (that record alone), and one
+  that does not inflate raises :class:`~producer.errors.UndecodableBodyError` (its bytes
+  are never handed on as the body); so is a message id from the offset id, for a record
+  without ``UNIQ_KEY``;
 * properties decode as :func:`~producer._remoting.properties.decode_properties` does.
 
 Whatever this fast path does not cover - IPv6 hosts, 5.x records, a retry topic,
-duplicate property names, anything malformed - goes through the consumer's decoder and
-``to_batch``: one definition of every rule, and a bad record still raises
-:class:`~producer.errors.RemoteProtocolError`. Pure: bytes in, a batch out.
+duplicate property names, anything malformed - goes through the consumer's decoder
+(:func:`~producer.consumer.decode_records`) and ``to_batch``: one definition of every
+rule, and a bad record still raises :class:`~producer.errors.RemoteProtocolError`.
+Pure: bytes in, a batch out.
 """
 
 from __future__ import annotations
@@ -32,23 +33,24 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from producer._consume.message import ReceivedMessage, decode_pulled
-from producer._remoting.message_codec import COMPRESSED_FLAG, decompress_body, make_offset_msg_id
-from producer._remoting.properties import KEYS, TAGS, UNIQ_KEY
-from producer._remoting.retry_topics import RETRY_PREFIX
-from producer._remoting.store_record import MAGIC_CODE
-from producer.consumer._queue_worker import MAX_BODY_BYTES
-from producer.errors import CodecUnavailableError, CorruptBodyError, UndecodableBodyError
+from producer.consumer import ReceivedMessage, decode_records, retry_topic
 
 __all__ = ["records_to_batch"]
 
 Ints = npt.NDArray[np.int64]
 Slow = Callable[[list[ReceivedMessage]], pa.RecordBatch]  # to_batch: the general path
 
+# The record layout (CommitLog's 4.x format; producer._remoting.store_record decodes it
+# record by record, and tests/spark/test_arrow_records.py holds these to its constants).
+MAGIC_CODE = -626843481  # MessageDecoder.MESSAGE_MAGIC_CODE
+COMPRESSED_FLAG = 0x1  # MessageSysFlag.COMPRESSED_FLAG
+V6_FLAGS = 0x30  # BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+TAGS, KEYS, UNIQ_KEY = "TAGS", "KEYS", "UNIQ_KEY"  # MessageConst property names
+PROPERTY_SEPARATOR, NAME_VALUE_SEPARATOR, KEY_SEPARATOR = "\x02", "\x01", " "
+RETRY_PREFIX = retry_topic("")
 _SIZE = struct.Struct(">i")
-_V6_FLAGS = 0x30  # BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
-_BODY_AT = 88  # a 4.x IPv4 record's fixed fields (store_record._FIXED_V4) end here
-_MIN_RECORD = _BODY_AT + 3  # an empty body, a topic length byte, a properties length
+BODY_AT = 88  # a 4.x IPv4 record's fixed fields (store_record._FIXED_V4) end here
+_MIN_RECORD = BODY_AT + 3  # an empty body, a topic length byte, a properties length
 # Where each fixed field sits in a 4.x IPv4 record, and its big-endian type.
 _MAGIC, _QUEUE_ID, _QUEUE_OFFSET, _COMMIT_OFFSET = (4, ">i4"), (12, ">i4"), (20, ">i8"), (28, ">i8")
 _SYS_FLAG, _BORN_TS, _STORE_TS = (36, ">i4"), (40, ">i8"), (56, ">i8")
@@ -73,7 +75,7 @@ def records_to_batch(
     if starts is None:
         return _general(data, broker, slow, below, tags)
     buf = np.frombuffer(data, dtype=np.uint8)
-    fields = _Fields(buf, starts)
+    fields = _Fields(buf, starts, broker)
     props = fields.properties()
     if props is None or fields.topic is None or fields.topic.startswith(RETRY_PREFIX):
         return _general(data, broker, slow, below, tags)
@@ -106,7 +108,7 @@ def _general(
     data: bytes, broker: str, slow: Slow, below: int | None, tags: frozenset[str] | None
 ) -> pa.RecordBatch:
     """The consumer's decoder and ``to_batch``, with the consumer's rules."""
-    messages = decode_pulled(data, broker, max_body_bytes=MAX_BODY_BYTES)
+    messages = decode_records(data, broker)
     kept = [
         m
         for m in messages
@@ -138,11 +140,11 @@ class _Fields:
     """Column-wise reads of the records starting at ``starts``; ``properties()`` checks
     that the variable part of every record adds up (else it says None)."""
 
-    def __init__(self, buf: npt.NDArray[np.uint8], starts: Ints) -> None:
-        self.buf, self.starts = buf, starts
+    def __init__(self, buf: npt.NDArray[np.uint8], starts: Ints, broker: str) -> None:
+        self.buf, self.starts, self.broker = buf, starts, broker
         self.ends = np.append(starts[1:], len(buf)).astype(np.int64)
         self.topic: str | None = None
-        self.body_at = starts + _BODY_AT
+        self.body_at = starts + BODY_AT
         self.body_end = self.body_at + self.get(_BODY_LEN)
         self.sys_flag = self.get(_SYS_FLAG)
 
@@ -158,7 +160,7 @@ class _Fields:
     def properties(self) -> pa.StringArray | None:
         """Every record's properties text, or None when the records are not all plain
         4.x IPv4 ones of one topic with consistent lengths and UTF-8 text."""
-        if (self.get(_MAGIC) != MAGIC_CODE).any() or (self.sys_flag & _V6_FLAGS).any():
+        if (self.get(_MAGIC) != MAGIC_CODE).any() or (self.sys_flag & V6_FLAGS).any():
             return None
         if (self.body_at > self.body_end).any() or (self.body_end + 3 > self.ends).any():
             return None
@@ -186,6 +188,12 @@ class _Fields:
         except UnicodeDecodeError:
             return False
         return True
+
+    def decoded(self, rows: Ints) -> list[ReceivedMessage]:
+        """Records ``rows`` decoded one by one, by the consumer's decoder."""
+        data = self.buf.data
+        pieces = [data[int(self.starts[r]) : int(self.ends[r])] for r in rows]
+        return decode_records(b"".join(pieces), self.broker)
 
     def bodies(self) -> pa.BinaryArray:
         """The bodies as stored (compressed ones are inflated afterwards)."""
@@ -233,12 +241,12 @@ def _strings(buf: npt.NDArray[np.uint8], at: Ints, end: Ints) -> pa.StringArray:
 def _pairs(props: pa.StringArray) -> tuple[pa.StringArray, pa.StringArray, Ints]:
     """Every well-formed ``name\\x01value`` pair (both non-empty, as the consumer's
     lenient decoder keeps them), and the record each came from."""
-    pieces = pc.split_pattern(props, "\x02")
+    pieces = pc.split_pattern(props, PROPERTY_SEPARATOR)
     flat = pieces.flatten()
     parent = np.asarray(pc.list_parent_indices(pieces), dtype=np.int64)
-    good = np.asarray(pc.greater(pc.find_substring(flat, "\x01"), 0))  # a name before it
+    good = np.asarray(pc.greater(pc.find_substring(flat, NAME_VALUE_SEPARATOR), 0))  # named
     flat, parent = flat.filter(pa.array(good)), parent[good]
-    both = pc.split_pattern(flat, "\x01", max_splits=1).flatten()
+    both = pc.split_pattern(flat, NAME_VALUE_SEPARATOR, max_splits=1).flatten()
     names = both.take(pa.array(np.arange(0, len(both), 2)))
     values = both.take(pa.array(np.arange(1, len(both), 2)))
     has_value = np.asarray(pc.not_equal(values, ""))
@@ -273,7 +281,7 @@ def _offsets(parent: Ints, rows: int) -> pa.Array:
 
 def _keys(keys: pa.StringArray) -> pa.ListArray:
     """``KEYS`` split on spaces, empty pieces dropped (``split_keys``); [] for none."""
-    pieces = pc.split_pattern(pc.fill_null(keys, ""), " ")
+    pieces = pc.split_pattern(pc.fill_null(keys, ""), KEY_SEPARATOR)
     flat = pieces.flatten()
     parent = np.asarray(pc.list_parent_indices(pieces), dtype=np.int64)
     good = np.asarray(pc.not_equal(flat, ""))
@@ -282,18 +290,12 @@ def _keys(keys: pa.StringArray) -> pa.ListArray:
 
 
 def _msg_ids(fields: _Fields, uniq: pa.StringArray) -> pa.StringArray:
-    """``UNIQ_KEY``, else the broker's offset message id (worked out for those only)."""
+    """``UNIQ_KEY``, else the broker's offset message id (those records decoded alone)."""
     if not uniq.null_count:
         return uniq
-    missing = np.flatnonzero(np.asarray(uniq.is_null()))
-    ips, ports = fields.get(_STORE_IP)[missing], fields.get(_STORE_PORT)[missing]
-    offsets = fields.get(_COMMIT_OFFSET)[missing]
-    ids = [
-        make_offset_msg_id(_ip(int(ip)), int(port), int(offset))
-        for ip, port, offset in zip(ips, ports, offsets, strict=True)
-    ]
-    mask = pa.array(np.asarray(uniq.is_null()))
-    return pc.replace_with_mask(uniq, mask, pa.array(ids, pa.string()))
+    missing = np.asarray(uniq.is_null())
+    ids = [m.msg_id for m in fields.decoded(np.flatnonzero(missing))]
+    return pc.replace_with_mask(uniq, pa.array(missing), pa.array(ids, pa.string()))
 
 
 def _kept(
@@ -312,27 +314,19 @@ def _kept(
 def _inflated(
     batch: pa.RecordBatch, fields: _Fields, keep: npt.NDArray[np.bool_] | None
 ) -> pa.RecordBatch:
-    """``batch`` with its compressed bodies inflated; one that does not inflate raises."""
-    flags = fields.sys_flag if keep is None else fields.sys_flag[keep]
-    packed = np.flatnonzero(flags & COMPRESSED_FLAG)
+    """``batch`` with its compressed bodies inflated (those records decoded alone, as the
+    consumer decodes them); one that does not inflate raises."""
+    rows = np.arange(len(fields.starts)) if keep is None else np.flatnonzero(keep)
+    packed = np.flatnonzero(fields.sys_flag[rows] & COMPRESSED_FLAG)
     if not len(packed):
         return batch
-    body_at = batch.schema.get_field_index("body")
-    stored = batch.column(body_at).take(pa.array(packed)).to_pylist()
-    bodies = [
-        _inflate(body, int(flags[i]), batch, int(i)) for body, i in zip(stored, packed, strict=True)
-    ]
-    mask = np.zeros(len(flags), dtype=np.bool_)
+    bodies: list[bytes] = []
+    for message in fields.decoded(rows[packed]):
+        if message.undecodable is not None:
+            raise message.undecodable
+        bodies.append(message.body)
+    mask = np.zeros(batch.num_rows, dtype=np.bool_)
     mask[packed] = True
-    body = pc.replace_with_mask(batch.column(body_at), pa.array(mask), pa.array(bodies))
-    return batch.set_column(body_at, batch.schema.field(body_at), body)
-
-
-def _inflate(body: bytes, sys_flag: int, batch: pa.RecordBatch, row: int) -> bytes:
-    try:
-        return decompress_body(body, sys_flag, max_size=MAX_BODY_BYTES)
-    except (CodecUnavailableError, CorruptBodyError) as exc:
-        msg_id = batch.column("msg_id")[row].as_py()
-        where = "{}@{}/{}".format(*(batch.column(c)[row] for c in ("topic", "broker", "queue_id")))
-        offset = batch.column("queue_offset")[row].as_py()
-        raise UndecodableBodyError(msg_id, exc, queue=where, offset=offset) from exc
+    at = batch.schema.get_field_index("body")
+    body = pc.replace_with_mask(batch.column(at), pa.array(mask), pa.array(bodies, pa.binary()))
+    return batch.set_column(at, batch.schema.field(at), body)

@@ -14,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from producer._consume.message import ReceivedMessage, decode_pulled
+from producer._remoting import message_codec, properties, retry_topics, store_record
 from producer._remoting.message_codec import COMPRESSED_FLAG, STOREHOSTADDRESS_V6_FLAG
 from producer._remoting.store_record import StoreRecord, encode_record
 from producer.errors import RemoteProtocolError, UndecodableBodyError
+from producer.spark import _arrow_records as fast
 from producer.spark._arrow_records import records_to_batch
 from producer.spark._queue_read import ARROW_SCHEMA, to_batch
 
@@ -143,3 +145,18 @@ def test_random_records_match_the_consumers_decoding(
     data = _bytes(records)
     batch = records_to_batch(data, "broker-a", ARROW_SCHEMA, to_batch)
     assert _rows(batch) == _expected(data)
+
+
+def test_the_layout_is_the_record_decoders() -> None:
+    """The column-wise reader's constants are the record-by-record decoder's."""
+    assert store_record._FIXED_V4.size == fast.BODY_AT
+    assert fast.MAGIC_CODE == store_record.MAGIC_CODE
+    assert fast.COMPRESSED_FLAG == message_codec.COMPRESSED_FLAG
+    v6 = message_codec.BORNHOST_V6_FLAG | message_codec.STOREHOSTADDRESS_V6_FLAG
+    assert v6 == fast.V6_FLAGS
+    names = (properties.TAGS, properties.KEYS, properties.UNIQ_KEY)
+    assert names == (fast.TAGS, fast.KEYS, fast.UNIQ_KEY)
+    separators = (properties.PROPERTY_SEPARATOR, properties.NAME_VALUE_SEPARATOR)
+    assert separators == (fast.PROPERTY_SEPARATOR, fast.NAME_VALUE_SEPARATOR)
+    assert fast.KEY_SEPARATOR == properties.KEY_SEPARATOR
+    assert fast.RETRY_PREFIX == retry_topics.RETRY_PREFIX
