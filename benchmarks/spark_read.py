@@ -11,8 +11,8 @@ with ``--messages`` ~100-byte messages once; the same backlog is then read three
 
 Rows/s count wall time of the read alone (Spark's session and Python workers are warmed up
 on another topic first). CPU per message is the client side's CPU (for Spark: the driver,
-its JVM and the Python workers, summed over the process tree) over the messages, with the
-broker process's CPU beside it.
+its JVM and the Python workers, summed over the process tree, the cluster's process left
+out) over the messages, with the broker process's CPU beside it.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds of ``root`` and every live process below it (Spark's JVM, workers)."""
+def tree_cpu_seconds(root: int, leave_out: int) -> float:
+    """CPU seconds of ``root`` and every live process below it (Spark's JVM, workers),
+    but for ``leave_out`` and its own (the cluster: a child too, counted as the broker)."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -54,7 +55,7 @@ def tree_cpu_seconds(root: int) -> float:
             parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
     family, grew = {root}, True
     while grew:
-        more = {pid for pid, parent in parents.items() if parent in family} - family
+        more = {p for p, parent in parents.items() if parent in family} - family - {leave_out}
         family |= more
         grew = bool(more)
     return sum(common.cpu_seconds(pid) or 0.0 for pid in family)
@@ -84,13 +85,13 @@ def fill(namesrv: str, topic: str, count: int) -> None:
 
 
 def measure(cluster: ClusterProcess, messages: int, work: Any, *, tree: bool) -> dict[str, Any]:
-    me = os.getpid()
-    cpu = tree_cpu_seconds(me) if tree else common.cpu_seconds() or 0.0
+    me, broker = os.getpid(), cluster.pid
+    cpu = tree_cpu_seconds(me, broker) if tree else common.cpu_seconds() or 0.0
     broker_cpu = cluster.cpu_seconds() or 0.0
     began = time.perf_counter()
     got = work()
     seconds = time.perf_counter() - began
-    used = (tree_cpu_seconds(me) if tree else common.cpu_seconds() or 0.0) - cpu
+    used = (tree_cpu_seconds(me, broker) if tree else common.cpu_seconds() or 0.0) - cpu
     broker_used = (cluster.cpu_seconds() or 0.0) - broker_cpu
     return {
         "messages": got,

@@ -25,6 +25,7 @@ from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
 from producer.consumer._listener import ConsumeContext
 from producer.consumer._pop_consumer import PopConsumer
 from producer.consumer._pull_consumer import PullConsumer
+from producer.consumer._pull_step import decode_records
 from producer.consumer._push_consumer import PushConsumer
 from producer.consumer._simple_consumer import SimpleConsumer
 from producer.consumer._trace_reader import read_trace
@@ -47,6 +48,7 @@ __all__ = [
     "SubAfterRecord",
     "SubBeforeRecord",
     "create_reply",
+    "decode_records",
     "dlq_topic",
     "read_trace",
     "retry_topic",

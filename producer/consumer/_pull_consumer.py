@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import ssl as ssl_module
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Literal, TypeVar
 
 import anyio
@@ -299,6 +300,24 @@ class PullConsumer(AsyncLifecycle):
             if any(p.messages for p in found.values()):
                 break
         return self._keyed_for_user({q: p.messages for q, p in found.items() if p.messages})
+
+    async def pull_records(self, queue: MessageQueue) -> bytes:
+        """One pull of ``queue`` at its position, undecoded: the broker's commit-log
+        records back to back (``b""`` when there were none), the position moved past them
+        as :meth:`getmany` would. For bulk decoders (the Spark source builds Arrow columns
+        straight from them), which must do what ``getmany`` does per message themselves:
+        re-check the tag, inflate bodies and refuse one that does not inflate
+        (:func:`~producer.consumer.decode_records` decodes records as ``getmany`` does),
+        and unwrap a namespaced topic. Not to be mixed with ``async for`` on the same queue."""
+        position = await self.position(queue)
+        queue = self._wire(queue)
+        api = await self._routed([queue])
+        await self._check_filters(api, {queue.topic})
+        ask = replace(self._ask(0, None), decode=False)
+        pulled = await pull_once(api, queue, position, self._sub(queue), ask)
+        self._positions[queue] = pulled.position
+        self._buffer.handed_all(pulled)
+        return pulled.records
 
     def _keyed_for_user(self, found: dict[MessageQueue, _T]) -> dict[MessageQueue, _T]:
         return found if self.namespace is None else {self._user(q): v for q, v in found.items()}

@@ -25,7 +25,7 @@ from producer.errors import OffsetOutOfRangeError, UndecodableBodyError
 
 log = logging.getLogger("producer.consumer")
 
-__all__ = ["PullRequest", "Pulled", "pull_once"]
+__all__ = ["PullRequest", "Pulled", "decode_records", "pull_once"]
 
 
 @dataclass(slots=True)
@@ -37,6 +37,7 @@ class Pulled:
     messages: list[ReceivedMessage] = field(default_factory=list)
     min_offset: int = 0
     max_offset: int = 0
+    records: bytes = b""  # the records undecoded, for a PullRequest with decode=False
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ class PullRequest:
     request_timeout_ms: float
     raise_out_of_range: bool
     namespace: str | None = None
+    decode: bool = True  # False: keep the records as they came (Pulled.records), unchecked
 
 
 async def pull_once(
@@ -69,7 +71,9 @@ async def pull_once(
     timeout = ask.suspend_ms + PULL_RPC_MARGIN_MS if ask.suspend_ms else ask.request_timeout_ms
     result = await api.pull(params, timeout)
     pulled = Pulled(queue, result.next_begin_offset, [], result.min_offset, result.max_offset)
-    if result.status is PullStatus.FOUND:
+    if result.status is PullStatus.FOUND and not ask.decode:
+        pulled.records = result.body  # tags, bodies and namespace are the caller's to check
+    elif result.status is PullStatus.FOUND:
         pulled.messages, pulled.position = _messages(queue, result, subscription)
         if ask.namespace is not None:  # the user's topic (the queue keeps the wire's)
             for message in pulled.messages:
@@ -79,6 +83,14 @@ async def pull_once(
     # NO_NEW_MSG keeps the offset; NO_MATCHED_MSG moves past what the tag filter skipped:
     # both are next_begin_offset, as the broker says.
     return pulled
+
+
+def decode_records(records: bytes, broker_name: str) -> list[ReceivedMessage]:
+    """The messages of records pulled from ``broker_name`` (:meth:`PullConsumer.pull_records`),
+    decoded as ``getmany`` decodes them: bodies inflated (to at most the consumer's bound),
+    a retry topic's messages under their original topic. No tag check here, and a body
+    that does not inflate is marked (``ReceivedMessage.undecodable``), not raised."""
+    return decode_pulled(records, broker_name, max_body_bytes=MAX_BODY_BYTES)
 
 
 def _messages(

@@ -14,6 +14,7 @@ from pyspark.sql.datasource import InputPartition
 from producer.blocking import PullConsumer
 from producer.consumer import MessageQueue, ReceivedMessage
 from producer.consumer import PullConsumer as AsyncPullConsumer
+from producer.spark._arrow_records import records_to_batch
 from producer.spark._read_options import (
     EARLIEST,
     EARLIEST_IN_JSON,
@@ -58,7 +59,8 @@ ARROW_SCHEMA = pa.schema(
         ("reconsume_times", pa.int32()),
     ]
 )
-CHUNK_ROWS = 4096  # rows per Arrow batch: pulled on the loop while Spark takes the last
+CHUNK_BYTES = 1 << 20  # records per Arrow batch (~4,000 small messages): pulled on the
+# consumer's loop while Spark takes the last
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,8 @@ def driver_consumer(options: ReadOptions) -> PullConsumer:
 
 
 def read_slice(options: ReadOptions, part: QueueSlice) -> Iterator[pa.RecordBatch]:
-    """The slice's messages as Arrow batches. Below the queue's minimum offset: an
+    """The slice's messages as Arrow batches, built column by column from the pulled
+    records (``records_to_batch``). Below the queue's minimum offset: an
     OffsetOutOfRangeError with ``failOnDataLoss`` (the task fails), else the broker's
     minimum and on. The consumer is closed however the read ends."""
     queue = MessageQueue(options.topic, part.broker, part.queue_id)
@@ -131,27 +134,34 @@ def read_slice(options: ReadOptions, part: QueueSlice) -> Iterator[pa.RecordBatc
     ) as consumer:
         consumer.assign([queue], options.expression)
         consumer.seek(queue, part.start)
-        pending: Future[list[ReceivedMessage]] | None = consumer.submit(_chunk(queue, part.end))
+        pending: Future[bytes] | None = consumer.submit(_chunk(queue, part.end))
         while pending is not None:
-            messages = pending.result()
+            records = pending.result()
             # The next chunk is pulled while this one is converted and handed to Spark.
-            pending = consumer.submit(_chunk(queue, part.end)) if messages else None
-            if messages:
-                yield to_batch(messages)
+            pending = consumer.submit(_chunk(queue, part.end)) if records else None
+            if records:
+                batch = records_to_batch(
+                    records, part.broker, ARROW_SCHEMA, to_batch, below=part.end, tags=options.tags
+                )
+                if batch.num_rows:
+                    yield batch
 
 
 def _chunk(queue: MessageQueue, end: int):  # type: ignore[no-untyped-def]
-    async def pull(consumer: AsyncPullConsumer) -> list[ReceivedMessage]:
-        """Up to CHUNK_ROWS messages below ``end``; [] when the range is done."""
-        got: list[ReceivedMessage] = []
-        while len(got) < CHUNK_ROWS and await consumer.position(queue) < end:
-            batch = (await consumer.getmany(queue)).get(queue, [])
-            got += [m for m in batch if m.queue_offset < end]
+    async def pull(consumer: AsyncPullConsumer) -> bytes:
+        """About CHUNK_BYTES of records from the position on; b"" when the range is done.
+        Records at or beyond ``end`` may come along: the batch leaves them out."""
+        got: list[bytes] = []
+        size = 0
+        while size < CHUNK_BYTES and await consumer.position(queue) < end:
+            records = await consumer.pull_records(queue)
+            got.append(records)
+            size += len(records)
             # Nothing at the position though the range says more: the tag filter skipped
             # to it (NO_MATCHED moves on), or the queue ends early: stop there.
-            if not batch and not await _moved_on(consumer, queue):
+            if not records and not await _moved_on(consumer, queue):
                 break
-        return got
+        return b"".join(got)
 
     return pull
 
@@ -163,7 +173,8 @@ async def _moved_on(consumer: AsyncPullConsumer, queue: MessageQueue) -> bool:
 
 
 def to_batch(messages: list[ReceivedMessage]) -> pa.RecordBatch:
-    """Messages as one Arrow batch of the read columns (column by column: fast)."""
+    """Messages as one Arrow batch of the read columns: the general path of
+    ``records_to_batch`` (which builds the same rows without a message object)."""
     columns = [
         [m.topic for m in messages],
         [m.queue.broker_name for m in messages],
