@@ -29,6 +29,7 @@ from producer._client.clock import Clock, LoopClock
 from producer._consume.message import ReceivedMessage
 from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
 from producer._remoting.acl import Credentials
+from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.message import MessageQueue
 from producer._remoting.namespace import check_namespace, unwrap, wrap
 from producer._remoting.subscription import Subscription, parse_subscription
@@ -72,6 +73,10 @@ class PullConsumer(AsyncLifecycle):
     queue no longer has moves to the broker's suggestion (logged), or raises
     :class:`~producer.errors.OffsetOutOfRangeError` with ``offset_out_of_range="raise"``.
     """
+
+    #: Where compressed bodies find their LZ4/zstd libraries (a test seam, as
+    #: ``PushConsumer.options.body_codecs``): the pull step decodes with these.
+    body_codecs: BodyCodecs = DEFAULT_CODECS
 
     def __init__(
         self,
@@ -347,6 +352,7 @@ class PullConsumer(AsyncLifecycle):
             request_timeout_ms=self._request_timeout_ms,
             raise_out_of_range=self._raise_out_of_range,
             namespace=self.namespace,
+            codecs=self.body_codecs,
         )
 
     # -- helpers -------------------------------------------------------------------------
