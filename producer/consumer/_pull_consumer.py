@@ -350,6 +350,7 @@ class PullConsumer(AsyncLifecycle):
             max_messages=min(self._max_pull, max_records or self._max_pull),
             suspend_ms=suspend_ms,
             request_timeout_ms=self._request_timeout_ms,
+            suspend=suspend_ms > 0,
             raise_out_of_range=self._raise_out_of_range,
             namespace=self.namespace,
             codecs=self.body_codecs,

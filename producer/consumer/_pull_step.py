@@ -43,9 +43,9 @@ PULL_RPC_MARGIN_MS = 15_000.0  # the RPC outlives the broker's hold by this much
 class PullRequest:
     """How a reader pulls: its group, batch size, hold and codecs.
 
-    ``suspend_ms`` 0 asks for an answer at once (the RPC then times out after
-    ``request_timeout_ms``); else the broker may hold the pull that long (long polling)
-    and the RPC outlives it by ``PULL_RPC_MARGIN_MS``. ``carry_subscription``: the pull
+    ``suspend``: the broker may hold the pull up to ``suspend_ms`` (long polling), and the
+    RPC outlives that by ``PULL_RPC_MARGIN_MS``; else it answers at once and the RPC times
+    out after ``request_timeout_ms``. ``carry_subscription``: the pull
     names its subscription (no heartbeat needed); the push consumer's pulls leave it to
     the one its heartbeats registered (``sub_version``). ``commit``: the pull carries the
     group's committed offset for the broker to store (the push consumer, clustering).
@@ -56,6 +56,7 @@ class PullRequest:
     suspend_ms: int
     request_timeout_ms: float
     raise_out_of_range: bool = False  # the pull consumer's choice (pull_once)
+    suspend: bool = False
     namespace: str | None = None
     codecs: BodyCodecs = DEFAULT_CODECS
     carry_subscription: bool = True
@@ -64,7 +65,7 @@ class PullRequest:
     @property
     def timeout_ms(self) -> float:
         """The RPC's timeout: past the broker's hold, if it may hold the pull."""
-        if self.suspend_ms:
+        if self.suspend:
             return self.suspend_ms + PULL_RPC_MARGIN_MS
         return self.request_timeout_ms
 
@@ -102,7 +103,7 @@ async def pull(
         suspend_timeout_ms=ask.suspend_ms,
         sub_version=sub_version,
         commit=ask.commit,
-        suspend=ask.suspend_ms > 0,
+        suspend=ask.suspend,
         expression=subscription.expression if ask.carry_subscription else None,
         expression_type=subscription.expression_type,
     )

@@ -63,6 +63,7 @@ class QueueWorker:
             max_messages=options.pull_batch_size,
             suspend_ms=options.suspend_timeout_ms,
             request_timeout_ms=options.suspend_timeout_ms + PULL_RPC_MARGIN_MS,
+            suspend=True,  # always long-polled, as Java's push consumer
             namespace=api.namespace,
             codecs=options.body_codecs,
             carry_subscription=False,  # the one our heartbeats registered (sub_version)
