@@ -45,10 +45,10 @@ class PullRequest:
 
     ``suspend``: the broker may hold the pull up to ``suspend_ms`` (long polling), and the
     RPC outlives that by ``PULL_RPC_MARGIN_MS``; else it answers at once and the RPC times
-    out after ``request_timeout_ms``. ``carry_subscription``: the pull
-    names its subscription (no heartbeat needed); the push consumer's pulls leave it to
-    the one its heartbeats registered (``sub_version``). ``commit``: the pull carries the
-    group's committed offset for the broker to store (the push consumer, clustering).
+    out after ``request_timeout_ms``. ``carry_subscription``: the pull names its
+    subscription (no heartbeat needed); the push consumer's pulls leave it to the one its
+    heartbeats registered (``sub_version``). ``commit``: the pull carries the group's
+    committed offset for the broker to store (the push consumer, clustering).
     """
 
     group: str
