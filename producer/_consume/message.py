@@ -215,9 +215,16 @@ class _Builder:
         )  # fmt: skip
         if sys_flag & COMPRESSED_FLAG:
             _inflate(message, self.max_body_bytes, self.codecs)
-        if topic.startswith(RETRY_PREFIX):
-            message.topic = message.properties.get(RETRY_TOPIC, topic)
+        _restore_topic(message)
         return message
+
+
+def _restore_topic(message: ReceivedMessage) -> None:
+    """A re-delivery from ``%RETRY%<group>`` shows the topic it was sent to (its
+    ``RETRY_TOPIC``), as Java's ``resetRetryAndNamespace``; ``queue`` keeps the retry
+    topic it was pulled from. Properties are read only for such a message."""
+    if message.topic.startswith(RETRY_PREFIX):
+        message.topic = message.properties.get(RETRY_TOPIC, message.topic)
 
 
 def _inflate(message: ReceivedMessage, max_size: int | None, codecs: BodyCodecs) -> None:
@@ -232,13 +239,12 @@ def _inflate(message: ReceivedMessage, max_size: int | None, codecs: BodyCodecs)
 def received_message(record: StoreRecord, broker_name: str, body: bytes) -> ReceivedMessage:
     """The listener's view of a record that did not come from a pull (a transaction
     check's), pulled from ``broker_name`` (``body`` inflated)."""
-    topic = record.topic
-    if topic.startswith(RETRY_PREFIX):
-        topic = record.properties.get(RETRY_TOPIC, topic)
-    return ReceivedMessage(
-        topic, body, record.properties, "", "",
+    message = ReceivedMessage(
+        record.topic, body, record.properties, "", "",
         MessageQueue(record.topic, broker_name, record.queue_id),
         record.queue_offset, record.commit_log_offset, record.reconsume_times,
         record.born_timestamp, record.store_timestamp, record.born_host, record.store_host,
         record.flag, record.sys_flag, record.body_crc,
     )  # fmt: skip
+    _restore_topic(message)
+    return message

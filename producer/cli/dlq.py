@@ -61,7 +61,7 @@ async def run_dlq(args: argparse.Namespace, out: TextIO) -> int:
                 return 0
             return await _redrive(dlq, letters, args, out)
     except LocalProtocolError as exc:
-        print(f"error: {exc}", file=out)
+        print(wrapped(f"error: {exc}"), file=out)
         return EXIT_USAGE
 
 
@@ -116,11 +116,7 @@ async def _redrive(
         letters = [letter for letter in letters if not letter.redriven]
         if skipped:
             print(f"skipped {skipped} re-driven before (--again to include them)", file=out)
-    done = [letter.msg_id for letter in letters if letter.redriven]
-    if done and not again:
-        raise LocalProtocolError(f"already re-driven: {', '.join(done)} (--again to re-drive)")
-    for letter in letters:
-        letter.redrive_message()  # every one checked before the first is sent
+    dlq.redrive_copies(letters, again=again)  # every one checked before the first is sent
     failed = 0
     async with Producer(args.producer_group, args.namesrv) as producer:
         for letter in letters:

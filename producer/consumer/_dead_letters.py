@@ -17,25 +17,26 @@ from typing import Protocol
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
-from producer._consume.message import ReceivedMessage, decode_pulled
+from producer._consume.message import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials
-from producer._remoting.consumer_requests import PullParams, PullStatus
+from producer._remoting.consumer_requests import PullStatus
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.properties import KEYS, RESERVED_PROPERTY_NAMES, RETRY_TOPIC, TAGS
 from producer._remoting.retry_topics import dlq_topic
+from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
 from producer._send.result import SendResult
 from producer._transport import ConnectionPool, current_runtime
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import CONNECT_TIMEOUT_MS, DeadLetterOptions
+from producer.consumer._pull_step import PullRequest, pull
 from producer.errors import LocalProtocolError, NoRouteError
 
 __all__ = ["DeadLetterQueue"]
 
 PULL_BATCH = 32
-MAX_BODY_BYTES = 64 * 1024 * 1024  # as the push consumer bounds an inflated body
 
 
 class Sender(Protocol):
@@ -193,19 +194,27 @@ class DeadLetterQueue(AsyncLifecycle):
         """Publish each letter's copy to its original topic through ``producer`` (a
         :class:`~producer.Producer`: anything whose ``send`` the caller already owns), then
         mark it re-driven in the dead-letter queue. A letter already re-driven is refused
-        (all are checked before the first is sent) unless ``again``."""
+        (all are checked before the first is sent: :meth:`redrive_copies`) unless ``again``."""
+        results = []
+        for copy in self.redrive_copies(letters, again=again):
+            results.append(await producer.send(copy))
+            await producer.send(self._mark(copy))
+        return results
+
+    @staticmethod
+    def redrive_copies(letters: Sequence[DeadLetter], *, again: bool = False) -> list[Message]:
+        """The copy of each letter that :meth:`redrive` publishes, every letter checked
+        before any is sent: one re-driven already is refused unless ``again`` (a letter
+        goes back to its topic once, unless asked for), as is one whose topic is unknown
+        or whose body did not decode (:meth:`DeadLetter.redrive_message`). Raises
+        :class:`~producer.errors.LocalProtocolError` naming the letters and the fix."""
         done = [letter.msg_id for letter in letters if letter.redriven]
         if done and not again:
             raise LocalProtocolError(
                 f"already re-driven: {', '.join(done)}; re-drive them again with again=True "
                 "(--again), or leave them out"
             )
-        copies = [letter.redrive_message() for letter in letters]
-        results = []
-        for copy in copies:
-            results.append(await producer.send(copy))
-            await producer.send(self._mark(copy))
-        return results
+        return [letter.redrive_message() for letter in letters]
 
     def _mark(self, copy: Message) -> Message:
         assert self._clock is not None  # set on entry, as the API the caller opened
@@ -215,25 +224,15 @@ class DeadLetterQueue(AsyncLifecycle):
 
     async def _read_queue(self, api: BrokerApi, queue: MessageQueue) -> list[ReceivedMessage]:
         offset, end = await api.min_offset(queue), await api.max_offset(queue)
+        ask = PullRequest(self.group, PULL_BATCH, suspend_ms=0, request_timeout_ms=READ_TIMEOUT_MS)
+        every = parse_subscription(queue.topic, "*")
         found: list[ReceivedMessage] = []
         while offset < end:
-            params = PullParams(
-                group=self.group,
-                queue=queue,
-                offset=offset,
-                max_messages=PULL_BATCH,
-                commit_offset=0,
-                suspend_timeout_ms=0,
-                sub_version=0,
-                commit=False,
-                suspend=False,
-                expression="*",
-            )
-            result = await api.pull(params, READ_TIMEOUT_MS)
-            if result.status is not PullStatus.FOUND:
+            answer = await pull(api, ask, queue, offset, every)
+            if answer.status is not PullStatus.FOUND:
                 break
-            found += decode_pulled(result.body, queue.broker_name, max_body_bytes=MAX_BODY_BYTES)
-            offset = result.next_begin_offset
+            found += answer.messages
+            offset = answer.next_begin_offset
         return found
 
     def _open_api(self) -> BrokerApi:

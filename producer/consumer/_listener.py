@@ -198,13 +198,12 @@ class ListenerCall:
         caller goes on without yielding to the event loop), else the rest of the call for
         the caller to await (it settles what it holds first: it is about to wait) in the
         cancel scope it called this in (trio ties a call's scopes to its task's stack)."""
-        refused = _refuse_undecodable(batch, context)
-        if refused is not None:
-            return refused
         for message in batch:
             message.consume_start_ms = now_ms
         started = time.perf_counter()
-        coroutine = self._listener(*((batch, context) if self._with_context else (batch,)))
+        coroutine = self._invoke(batch, context)
+        if isinstance(coroutine, Verdict):  # refused: never called
+            return coroutine
         try:
             yielded = coroutine.send(None)
         except StopIteration as stop:
@@ -278,47 +277,48 @@ class ListenerCall:
             if orderly and outcomes and time.perf_counter() > stop_at:
                 break
             started = time.perf_counter()
-            verdict = _refuse_undecodable(batch, context) or self._call_one(batch, context)
+            verdict = self._call_one(batch, context)
             outcomes.append((verdict, time.perf_counter() - started))
             if orderly and verdict.status is not SUCCESS:
                 break
         return outcomes
 
+    def _invoke(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Any:
+        """The one place the listener is called: what it returned (an async listener's
+        coroutine), or - without calling it - a failed :class:`Verdict` when the batch
+        holds a body that could not be decoded. Such a batch fails as a whole
+        (consumption gives that message a batch of its own); a corrupt body stays
+        corrupt, so it goes straight to the dead-letter queue."""
+        for message in batch:
+            undecodable = message.undecodable
+            if undecodable is not None:
+                log.error("%s not consumed: %s", context.queue, undecodable)
+                if undecodable.permanent:  # no retry helps
+                    context.delay_level = DEAD_LETTER
+                return Verdict(ConsumeStatus.RECONSUME_LATER, undecodable)
+        return self._listener(*((batch, context) if self._with_context else (batch,)))
+
     def _call_one(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
+        """A plain listener's call (in a worker thread) and its verdict."""
         try:
-            result = self._listener(*((batch, context) if self._with_context else (batch,)))
+            result = self._invoke(batch, context)
         except Exception as exc:
             log.exception("listener raised on %d message(s)", len(batch))
             return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
-        return self._verdict(result)
+        return result if isinstance(result, Verdict) else self._verdict(result)
 
     async def _run(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
-        refused = _refuse_undecodable(batch, context)
-        if refused is not None:
-            return refused
-        args: tuple[Any, ...] = (batch, context) if self._with_context else (batch,)
+        if not self._is_async:
+            return await anyio.to_thread.run_sync(self._call_one, batch, context)
         try:
-            if self._is_async:
-                result = await self._listener(*args)
-            else:
-                result = await anyio.to_thread.run_sync(self._listener, *args)
+            called = self._invoke(batch, context)
+            if isinstance(called, Verdict):  # refused: never called
+                return called
+            result = await called
         except Exception as exc:
             log.exception("listener raised on %d message(s)", len(batch))
             return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
         return self._verdict(result)
-
-
-def _refuse_undecodable(batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict | None:
-    """A batch holding a body that could not be decoded never reaches the listener: it
-    fails as a whole (consumption gives such a message a batch of its own)."""
-    for message in batch:
-        undecodable = message.undecodable
-        if undecodable is not None:
-            log.error("%s not consumed: %s", context.queue, undecodable)
-            if undecodable.permanent:  # a corrupt body stays corrupt: no retry helps
-                context.delay_level = DEAD_LETTER
-            return Verdict(ConsumeStatus.RECONSUME_LATER, undecodable)
-    return None
 
 
 _VERDICTS = {status: Verdict(status) for status in ConsumeStatus}

@@ -31,6 +31,7 @@ from producer._client.keywords import takes_options
 from producer._consume.message import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials
+from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.message import MessageQueue
 from producer._remoting.namespace import unwrap, wrap
 from producer._remoting.subscription import Subscription, parse_subscription
@@ -79,6 +80,10 @@ class PullConsumer(AsyncLifecycle):
     queue no longer has moves to the broker's suggestion (logged), or raises
     :class:`~producer.errors.OffsetOutOfRangeError` with ``offset_out_of_range="raise"``.
     """
+
+    #: Where compressed bodies find their LZ4/zstd libraries (a test seam, as
+    #: ``PushConsumer.options.body_codecs``): the pull step decodes with these.
+    body_codecs: BodyCodecs = DEFAULT_CODECS
 
     _kind = "consumer"
     #: The settings, built from the keywords (and checked) before ``__init__``'s body.
@@ -372,8 +377,10 @@ class PullConsumer(AsyncLifecycle):
             max_messages=min(self._max_pull, max_records or self._max_pull),
             suspend_ms=suspend_ms,
             request_timeout_ms=self._request_timeout_ms,
+            suspend=suspend_ms > 0,
             raise_out_of_range=self._raise_out_of_range,
             namespace=self.namespace,
+            codecs=self.body_codecs,
         )
 
     # -- helpers -------------------------------------------------------------------------

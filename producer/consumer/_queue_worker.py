@@ -15,20 +15,17 @@ from typing import Protocol
 import anyio
 
 from producer._consume.decisions import flow_blocked
-from producer._consume.message import ReceivedMessage, decode_pulled
+from producer._consume.message import ReceivedMessage
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
-from producer._remoting.consumer_requests import MessageModel, PullParams, PullStatus
-from producer._remoting.namespace import unwrap
+from producer._remoting.consumer_requests import MessageModel, PullStatus
 from producer._remoting.subscription import Subscription
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._options import ConsumerOptions
+from producer.consumer._pull_step import PULL_RPC_MARGIN_MS, PullRequest, pull
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")
-
-MAX_BODY_BYTES = 64 * 1024 * 1024  # an inflated body larger than this is refused
-PULL_RPC_MARGIN_MS = 15_000.0  # the RPC outlives the broker's hold by this much
 
 
 class Consumption(Protocol):
@@ -61,6 +58,17 @@ class QueueWorker:
         self.consumption = consumption
         self.options = options
         self.scope = anyio.CancelScope()
+        self._ask = PullRequest(
+            group=api.group,
+            max_messages=options.pull_batch_size,
+            suspend_ms=options.suspend_timeout_ms,
+            request_timeout_ms=options.suspend_timeout_ms + PULL_RPC_MARGIN_MS,
+            suspend=True,  # always long-polled, as Java's push consumer
+            namespace=api.namespace,
+            codecs=options.body_codecs,
+            carry_subscription=False,  # the one our heartbeats registered (sub_version)
+            commit=options.model is MessageModel.CLUSTERING,
+        )
         self.broker_max_offset = -1  # the queue's max offset, as of the last pull
 
     def lag(self) -> int:
@@ -95,24 +103,15 @@ class QueueWorker:
             await anyio.sleep(options.flow_control_delay_ms / 1000.0)
             return
         committed = self.offsets.read(self.pq.queue)
-        params = PullParams(
-            group=self.api.group,
-            queue=self.pq.queue,
-            offset=self.next_offset,
-            max_messages=options.pull_batch_size,
-            commit_offset=committed or 0,
-            suspend_timeout_ms=options.suspend_timeout_ms,
-            sub_version=self._sub_version(),
-            commit=options.model is MessageModel.CLUSTERING,
-            expression_type=self.subscription.expression_type,
-        )
         try:
-            result = await self.api.pull(params, options.suspend_timeout_ms + PULL_RPC_MARGIN_MS)
-            found = decode_pulled(
-                result.body,
-                params.queue.broker_name,
-                max_body_bytes=MAX_BODY_BYTES,
-                codecs=options.body_codecs,
+            answer = await pull(
+                self.api,
+                self._ask,
+                self.pq.queue,
+                self.next_offset,
+                self.subscription,
+                commit_offset=committed or 0,
+                sub_version=self._sub_version(),
             )
         except ProducerError as exc:
             log.debug("%s: pull failed (%s); retrying", self.pq.queue, exc)
@@ -120,25 +119,20 @@ class QueueWorker:
             return
         if self.pq.dropped:
             return
-        self.next_offset = result.next_begin_offset
-        self.broker_max_offset = result.max_offset
-        if result.status is PullStatus.FOUND:
-            self._found(found)
-        elif result.status is PullStatus.OFFSET_ILLEGAL:
-            log.warning("%s: offset moved to %d", self.pq.queue, result.next_begin_offset)
-            self.offsets.update(self.pq.queue, result.next_begin_offset, increase_only=False)
+        self.next_offset = answer.next_begin_offset
+        self.broker_max_offset = answer.max_offset
+        if answer.status is PullStatus.FOUND:
+            self._found(answer.messages)
+        elif answer.status is PullStatus.OFFSET_ILLEGAL:
+            log.warning("%s: offset moved to %d", self.pq.queue, answer.next_begin_offset)
+            self.offsets.update(self.pq.queue, answer.next_begin_offset, increase_only=False)
         elif not len(self.pq):
             # correctTagsOffset: nothing held, so skipped (filtered) offsets are consumed
-            self.offsets.update(self.pq.queue, result.next_begin_offset, increase_only=True)
+            self.offsets.update(self.pq.queue, answer.next_begin_offset, increase_only=True)
 
     def _found(self, messages: list[ReceivedMessage]) -> None:
-        namespace = self.api.namespace
-        if namespace is not None:  # the user's topic, as Java's resetRetryAndNamespace
-            for message in messages:
-                message.topic = unwrap(message.topic, namespace)
-        subscription = self.subscription
-        if not subscription.is_all:  # the broker filtered by hash code; this is exact
-            messages = [m for m in messages if subscription.matches(m.tags)]
+        """The user's topic and the subscription's tags only (the pull step saw to both,
+        as Java's ``resetRetryAndNamespace`` and ``processPullResult``)."""
         for message in messages:
             if message.undecodable is not None:
                 # Consumed as a failure (retried or dead-lettered), never as the message.

@@ -1,12 +1,21 @@
-"""A broker's request processing, as a 4.9.4 broker answers (no I/O: frames in, frames out).
+"""A broker's request processing, as a real 4.9.4 or 5.x broker answers (no I/O: frames
+in, frames out). The codes below are answered; any other gets REQUEST_CODE_NOT_SUPPORTED
+with the real remark (``not_supported``).
 
-Sends (SEND_MESSAGE 10, SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320) go through the
-checks of ``AbstractSendMessageProcessor.msgCheck`` (topic name and the message store's
-limits in ``_send_checks.py``; here auto-creation from ``TBW102`` and the queue id
-range), then into a :class:`BrokerStore`. The consume side's codes go to
-``_consume_side.py``; END_TRANSACTION to ``_transactions.py``; HEART_BEAT,
-UNREGISTER_CLIENT, GET_MAX_OFFSET and QUERY_MESSAGE (``_query.py``) are answered here; any
-other code gets REQUEST_CODE_NOT_SUPPORTED with the real remark.
+* sends (SEND_MESSAGE 10, SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320): here, through the
+  checks of ``AbstractSendMessageProcessor.msgCheck`` (topic name and the message store's
+  limits in ``_send_checks.py``; here auto-creation from ``TBW102`` and the queue id
+  range), into a :class:`BrokerStore` - a retry's or a dead letter's topic chosen by
+  ``_consume_side.py``, a half message held by ``_transactions.py``, a delayed one
+  parked in the schedule topic (``_consume_side.py``) or a timed one in the 5.x timer
+  (``_timer.py``);
+* the consume codes (pull, offsets, search by time, send-back, queue locks, the group's
+  members: ``CONSUME_CODES``): ``_consume_side.py``;
+* pop, ack, batch ack and change-invisible-time (``POP_CODES``, a 5.x broker only):
+  ``_pop.py``; GET_TOPIC_CONFIG (5.x only): ``_pop.py``'s ``topic_config_answer``;
+* END_TRANSACTION: ``_transactions.py``; HEART_BEAT and UNREGISTER_CLIENT: ``_clients.py``;
+  QUERY_MESSAGE: ``_query.py``; CHECK_CLIENT_CONFIG (a SQL92 filter): ``_filters.py``;
+  GET_MAX_OFFSET: here.
 """
 
 from __future__ import annotations
@@ -130,7 +139,9 @@ class Broker:
             self.store,
             self.transactions.producers,
             clock_ms=clock_ms,
-            put=lambda topic, queue_id, pending: self.put(topic, queue_id, pending, False),
+            put=lambda topic, queue_id, pending: self.put(
+                topic, queue_id, pending, may_delay=False
+            ),
         )
         self.replies.version = version
         self.consume = ConsumeSide(
@@ -268,7 +279,8 @@ class Broker:
             half = self.transactions.prepare(header.properties, topic, put_queue, pending[0])
             try:
                 stored = [
-                    half or self.put(topic, put_queue, pending[0], True, sized_as=header.topic)
+                    half
+                    or self.put(topic, put_queue, pending[0], may_delay=True, sized_as=header.topic)
                 ]
             except TimerIllegal as illegal:
                 code = ResponseCode.MESSAGE_ILLEGAL
@@ -317,8 +329,8 @@ class Broker:
         topic: str,
         queue_id: int,
         pending: PendingMessage,
-        may_delay: bool,
         *,
+        may_delay: bool,
         sized_as: str | None = None,
     ) -> StoredMessage:
         """Store one message; with ``DELAY`` (and ``may_delay``) it waits in the schedule topic.

@@ -81,6 +81,7 @@ from producer.testing._store import (
     PERM_WRITE,
     BrokerStore,
     PendingMessage,
+    Put,
     StoredMessage,
     TopicConfig,
 )
@@ -127,7 +128,7 @@ class ConsumeSide:
         rng: random.Random,
         delay_levels: DelayLevels,
         create_topic: Callable[[TopicConfig], None],
-        put: Callable[[str, int, PendingMessage, bool], StoredMessage],
+        put: Put,
         hold_check_ms: float | None = None,
         version: int = V4_9_4,
         property_filter: bool = False,
@@ -394,9 +395,8 @@ class ConsumeSide:
         props = dict(message.properties)
         topic = props.get(REAL_TOPIC, message.topic)
         queue_id = int_or_zero(props.get(REAL_QUEUE_ID))
-        self._put(
-            topic, queue_id, pending_copy(message, topic, props, message.reconsume_times), False
-        )
+        copy = pending_copy(message, topic, props, message.reconsume_times)
+        self._put(topic, queue_id, copy, may_delay=False)
 
     # -- send-back -----------------------------------------------------------------------
 
@@ -433,7 +433,7 @@ class ConsumeSide:
             props[DELAY] = str(level)
         props.setdefault(ORIGIN_MESSAGE_ID, message.offset_msg_id)
         pending = pending_copy(message, topic, props, message.reconsume_times + 1)
-        self._put(topic, queue_id, pending, True)
+        self._put(topic, queue_id, pending, may_delay=True)
         return request.make_response(ResponseCode.SUCCESS)
 
     def retry_send_target(

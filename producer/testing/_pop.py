@@ -58,7 +58,7 @@ from producer.testing._store import (
     PERM_READ,
     PERM_WRITE,
     BrokerStore,
-    PendingMessage,
+    Put,
     StoredMessage,
     TopicConfig,
 )
@@ -68,7 +68,6 @@ __all__ = ["PopSide", "topic_config_answer"]
 #: ``PopRequest.isTimeout``: a held pop times out once now > bornTime + pollTime - 50.
 POLL_EARLY_MS = 50
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
-_Put = Callable[[str, int, PendingMessage, bool], StoredMessage]
 
 
 @dataclass
@@ -99,7 +98,7 @@ class PopSide:
         broker_name: str,
         clock_ms: Callable[[], int],
         rng: random.Random,
-        put: _Put,
+        put: Put,
         create_topic: Callable[[TopicConfig], None],
         version: int,
     ) -> None:
@@ -361,7 +360,8 @@ class PopSide:
             props = {k: v for k, v in message.properties.items() if k != POP_CK}
             props.setdefault(FIRST_POP_TIME, str(ck.pop_time))
             copy = pending_copy(message, retry, props, message.reconsume_times + 1)
-            self._put(retry, 0, dataclasses.replace(copy, born_host=self.store.store_host), False)
+            copy = dataclasses.replace(copy, born_host=self.store.store_host)
+            self._put(retry, 0, copy, may_delay=False)
 
     def _wake(self, topic: str) -> None:
         if not self._held or topic.startswith(RETRY_PREFIX):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from producer._remoting.message_codec import make_offset_msg_id
 from producer._remoting.properties import encode_properties
@@ -22,6 +23,7 @@ __all__ = [
     "PERM_WRITE",
     "BrokerStore",
     "PendingMessage",
+    "Put",
     "StoredMessage",
     "TopicConfig",
     "properties_length",
@@ -143,6 +145,15 @@ class StoredMessage:
     def keys(self) -> list[str]:
         """The message's keys (``KEYS``, split on spaces)."""
         return [k for k in self.properties.get("KEYS", "").split(" ") if k]
+
+
+class Put(Protocol):
+    """How the broker's parts store a message (``Broker.put``): with ``may_delay``, one
+    carrying ``DELAY`` (or a 5.x timer property) waits in the schedule topic first."""
+
+    def __call__(
+        self, topic: str, queue_id: int, pending: PendingMessage, *, may_delay: bool
+    ) -> StoredMessage: ...
 
 
 @dataclass

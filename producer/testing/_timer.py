@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import heapq
 import itertools
-from collections.abc import Callable
 from typing import NamedTuple
 
 from producer._remoting.properties import (
@@ -35,9 +34,7 @@ from producer._remoting.properties import (
 )
 from producer._remoting.validation import DEFAULT_TIMER_MAX_DELAY_MS
 from producer.testing._consume_fields import pending_copy
-from producer.testing._store import BrokerStore, PendingMessage, StoredMessage
-
-Put = Callable[[str, int, PendingMessage, bool], StoredMessage]
+from producer.testing._store import BrokerStore, PendingMessage, Put, StoredMessage
 
 __all__ = ["TIMER_TOPIC", "TimerIllegal", "TimerWheel", "recall_handle"]
 
@@ -131,9 +128,8 @@ class TimerWheel:
             props = dict(message.properties)
             topic = props.pop(REAL_TOPIC, message.topic)
             queue_id = _int(props.pop(REAL_QUEUE_ID, None))
-            put(
-                topic, queue_id, pending_copy(message, topic, props, message.reconsume_times), False
-            )
+            copy = pending_copy(message, topic, props, message.reconsume_times)
+            put(topic, queue_id, copy, may_delay=False)
 
 
 def recall_handle(stored: StoredMessage, broker_name: str) -> dict[str, str]:

@@ -9,49 +9,19 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from producer import Message, Producer
 from producer.cli import build_parser, main
 from producer.cli.dlq import run_dlq
-from producer.consumer import ConsumeContext, ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.testing import DevCluster, DevClusterThread
 from tests.cli.widths import assert_fits
+from tests.helpers.dead_letters import dead_letters
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-
-FAST = {"persist_interval_ms": 50, "rebalance_interval_ms": 500, "suspend_timeout_ms": 1000}
 
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[DevCluster]:
     async with DevCluster(brokers=2, topics={"Orders": 2}) as c:
         yield c
-
-
-async def dead_letters(cluster: DevCluster, bodies: list[bytes]) -> list[str]:
-    """Publish ``bodies`` and let group ``cg`` send each straight to its DLQ."""
-    async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
-        ids = [
-            (
-                await producer.send(
-                    Message("Orders", b, tags="paid", keys=["k1"], properties={"shop": "7"})
-                )
-            ).msg_id
-            for b in bodies
-        ]
-
-    def hopeless(messages: list[ReceivedMessage], context: ConsumeContext) -> ConsumeStatus:
-        context.delay_level = -1
-        return ConsumeStatus.RECONSUME_LATER
-
-    consumer = PushConsumer(
-        "cg", cluster.namesrv_addr, listener=hopeless, consume_from="first", **FAST
-    )
-    consumer.subscribe("Orders")
-    async with consumer:
-        with anyio.fail_after(20):
-            while len(cluster.messages("%DLQ%cg")) < len(bodies):  # noqa: ASYNC110
-                await anyio.sleep(0.02)
-    return ids
 
 
 async def dlq(*argv: str) -> tuple[int, str]:

@@ -13,7 +13,7 @@ import pytest
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.errors import InvalidOptionError
 from producer.testing import DevClusterThread
-from tests.consumer.test_push_consumer import FAST, FAST_LEVELS, publish, until
+from tests.helpers.push import FAST, FAST_LEVELS, publish, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

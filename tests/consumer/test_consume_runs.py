@@ -23,16 +23,9 @@ from producer.consumer import ConsumeStatus, ReceivedMessage
 from producer.consumer._listener import ConsumeContext, ListenerCall, Verdict
 from producer.consumer._telemetry import ConsumerTelemetry
 from producer.testing import DevClusterThread
-from tests.consumer.test_java5_bodies import (
-    LZ4_BODY,
-    LZ4_CONTENT,
-    SYS_FLAG_LZ4,
-    Seen,
-    committed,
-    java_send,
-)
-from tests.consumer.test_orderly import orderly_consumer
-from tests.consumer.test_push_consumer import FAST_LEVELS, consumer, until
+from tests.helpers.java_bodies import Seen, committed, java_send
+from tests.helpers.push import FAST_LEVELS, consumer, orderly_consumer, until
+from tests.protocol.java5_vectors import LZ4_BODY, LZ4_CONTENT, SYS_FLAG_LZ4
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

@@ -20,7 +20,7 @@ import pytest
 from producer import Message, Producer
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.testing import DevClusterThread, FaultSpec
-from tests.consumer.test_push_consumer import FAST, FAST_LEVELS, until
+from tests.helpers.push import FAST, FAST_LEVELS, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,22 +5,17 @@ on only once the message went the retry/DLQ way (README, *Consuming*)."""
 
 from __future__ import annotations
 
-import dataclasses
-import socket
 import zlib
 from collections.abc import Iterator
-from types import ModuleType
 
 import anyio
 import pytest
 
-from producer._remoting.codecs import BodyCodecs
-from producer._remoting.codes import RequestCode
-from producer._remoting.frame import decode_frame, encode_frame
-from producer.consumer import ConsumeRetryPolicy, ConsumeStatus, PushConsumer, ReceivedMessage
+from producer.consumer import ConsumeRetryPolicy, ConsumeStatus, ReceivedMessage
 from producer.errors import UndecodableBodyError
 from producer.testing import DevClusterThread
-from tests.consumer.test_push_consumer import FAST_LEVELS, consumer, until
+from tests.helpers.java_bodies import Seen, committed, java_send, without_lz4_consumer
+from tests.helpers.push import FAST_LEVELS, consumer, until
 from tests.protocol.java5_vectors import (
     LZ4_BODY,
     LZ4_CONTENT,
@@ -29,7 +24,6 @@ from tests.protocol.java5_vectors import (
     ZSTD_BODY,
     ZSTD_CONTENT,
 )
-from tests.testing.rawclient import make_request, send_fields, split_addr
 
 pytestmark = pytest.mark.anyio
 
@@ -53,54 +47,6 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[DevClusterThread]:
         brokers=1, topics={"Orders": 1}, delay_levels=FAST_LEVELS, broker_version=request.param
     ) as c:
         yield c
-
-
-def java_send(cluster: DevClusterThread, uniq_key: str, body: bytes, sys_flag: int) -> None:
-    """SEND_MESSAGE_V2 as the 5.x Java producer writes it: its bytes, its sysFlag."""
-    properties = f"UNIQ_KEY\x01{uniq_key}\x02WAIT\x01true"
-    fields = send_fields("Orders", properties=properties, sys_flag=sys_flag)
-    request = make_request(RequestCode.SEND_MESSAGE_V2, fields, body=body)
-    with socket.create_connection(split_addr(cluster.broker_addr("broker-a")), 5) as sock:
-        sock.sendall(encode_frame(request))
-        data = b""
-        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-            data += sock.recv(65536)
-    assert decode_frame(data).code == 0
-
-
-def without_lz4() -> BodyCodecs:
-    """The codecs of an install without the ``[compression]`` extra's lz4."""
-
-    def import_module(name: str) -> ModuleType:
-        if name.startswith("lz4"):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return __import__(name, fromlist=["_"])
-
-    return BodyCodecs(import_module)
-
-
-def without_lz4_consumer(
-    cluster: DevClusterThread, listener: object, **options: object
-) -> PushConsumer:
-    """A consumer reading as an install without lz4 would: ``body_codecs`` is a seam of
-    its options, not a constructor option, so it is set before the consumer starts."""
-    c = consumer(cluster, listener, **options)
-    c.options = dataclasses.replace(c.options, body_codecs=without_lz4())
-    return c
-
-
-class Seen:
-    def __init__(self) -> None:
-        self.bodies: dict[str, bytes] = {}
-
-    def __call__(self, messages: list[ReceivedMessage]) -> ConsumeStatus:
-        for m in messages:
-            self.bodies[m.msg_id] = m.body
-        return ConsumeStatus.SUCCESS
-
-
-def committed(cluster: DevClusterThread) -> int:
-    return cluster.consumer_offsets("broker-a").get("Orders@cg", {}).get(0, 0)
 
 
 async def test_zlib_lz4_and_zstd_bodies_are_stored_as_sent_and_arrive_decoded(

@@ -15,15 +15,13 @@ from producer.consumer import (
     ConsumeContext,
     ConsumeRetryPolicy,
     ConsumeStatus,
-    PushConsumer,
     ReceivedMessage,
 )
 from producer.testing import DevClusterThread
-from tests.consumer.test_push_consumer import FAST, FAST_LEVELS, until
+from tests.helpers.push import FAST_LEVELS, orderly_consumer, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
-ORDERLY = {**FAST, "orderly": True, "suspend_current_queue_time_ms": 50}
 KEYS = ("order-1", "order-2", "order-3")
 
 
@@ -43,20 +41,6 @@ async def publish_in_order(cluster: DevClusterThread, per_key: int) -> dict[str,
                 await producer.send(Message("Orders", body), order_key=key)
                 sent[key].append(body)
     return sent
-
-
-def orderly_consumer(
-    cluster: DevClusterThread, listener: object, **options: object
-) -> PushConsumer:
-    c = PushConsumer(
-        "og",
-        cluster.namesrv_addr,
-        listener=listener,  # type: ignore[arg-type]
-        consume_from="first",
-        **{**ORDERLY, **options},
-    )
-    c.subscribe("Orders", "*")
-    return c
 
 
 def locks(cluster: DevClusterThread) -> dict[str, str]:

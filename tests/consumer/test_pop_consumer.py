@@ -15,7 +15,7 @@ from producer._consume.pop_retry import POP_DELAYS_MS, PopAction, pop_step
 from producer.consumer import ConsumeStatus, PopConsumer, PoppedMessage
 from producer.errors import PopUnsupportedError
 from producer.testing import DevClusterThread
-from tests.consumer.test_simple_consumer import MovingClock
+from tests.helpers.clocks import MovingClock
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 TOPIC, GROUP = "Orders", "PopPushGroup"

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from producer import Message, Producer
+from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.consumer_requests import PullResult, PullStatus
 from producer._remoting.message_codec import COMPRESSED_FLAG
 from producer._remoting.store_record import StoreRecord
@@ -22,6 +23,8 @@ from producer.errors import (
     UndecodableBodyError,
 )
 from producer.testing import DevClusterThread
+from tests.helpers.java_bodies import java_send, without_lz4
+from tests.protocol.java5_vectors import LZ4_BODY, LZ4_CONTENT, SYS_FLAG_LZ4
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 TOPIC = "Orders"
@@ -236,3 +239,21 @@ async def test_a_long_poll_returns_when_one_queue_has_a_message(cluster: DevClus
             with anyio.fail_after(5):  # the other 7 queues' pulls would be held for 30 s
                 found = await consumer.getmany(timeout_ms=30_000)
     assert [m.tags for batch in found.values() for m in batch] == ["one"]
+
+
+async def test_the_pull_consumer_decodes_with_its_codecs(cluster: DevClusterThread) -> None:
+    """One pull step for both consumers, codecs included: an install without lz4 stops in
+    front of a Java 5.x LZ4 body (``body_codecs`` is the seam, as the push consumer's)."""
+    java_send(cluster, "LZ4", LZ4_BODY, SYS_FLAG_LZ4)  # Orders, broker-a, queue 0
+    queue = MessageQueue(TOPIC, "broker-a", 0)
+    async with PullConsumer("g", cluster.namesrv_addr) as consumer:
+        consumer.assign([queue])
+        consumer.seek(queue, 0)
+        consumer.body_codecs = without_lz4()
+        with anyio.fail_after(20), pytest.raises(UndecodableBodyError) as caught:
+            await consumer.getmany()
+        assert caught.value.offset == 0 and "lz4" in str(caught.value)
+        consumer.body_codecs = DEFAULT_CODECS  # the extra installed: it decodes
+        with anyio.fail_after(20):
+            got = await consumer.getmany()
+    assert [m.body for m in got[queue]] == [LZ4_CONTENT]

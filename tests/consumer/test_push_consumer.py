@@ -4,7 +4,7 @@ rebalance between two members (docs/consuming.md 5.3 items 6-9, 13)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import anyio
 import pytest
@@ -19,40 +19,15 @@ from producer.consumer import (
 )
 from producer.errors import InvalidOptionError, LocalProtocolError
 from producer.testing import DevClusterThread, FaultSpec
+from tests.helpers.push import FAST, FAST_LEVELS, consumer, publish, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-
-FAST_LEVELS = " ".join(["100ms"] * 18)  # every delay level 100 ms: retries in a blink
-FAST = {"persist_interval_ms": 50, "rebalance_interval_ms": 500, "suspend_timeout_ms": 1000}
 
 
 @pytest.fixture
 def cluster() -> Iterator[DevClusterThread]:
     with DevClusterThread(brokers=2, topics={"Orders": 2}, delay_levels=FAST_LEVELS) as c:
         yield c
-
-
-async def publish(cluster: DevClusterThread, bodies: list[bytes], tags: str = "T") -> list[str]:
-    async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
-        return [(await producer.send(Message("Orders", b, tags=tags))).msg_id for b in bodies]
-
-
-async def until(condition: Callable[[], bool], seconds: float = 20.0) -> None:
-    with anyio.fail_after(seconds):
-        while not condition():  # noqa: ASYNC110 - state of another process-side task
-            await anyio.sleep(0.02)
-
-
-def consumer(cluster: DevClusterThread, listener: object, **options: object) -> PushConsumer:
-    c = PushConsumer(
-        "cg",
-        cluster.namesrv_addr,
-        listener=listener,  # type: ignore[arg-type]
-        consume_from="first",
-        **{**FAST, **options},
-    )
-    c.subscribe("Orders", "*")
-    return c
 
 
 async def test_reconsume_later_is_redelivered_through_the_retry_topic(

@@ -19,34 +19,11 @@ from producer.errors import (
     ReceiptHandleExpiredError,
 )
 from producer.testing import DevClusterThread
+from tests.helpers.clocks import MovingClock
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 TOPIC, GROUP = "Orders", "Pop_Group"  # an underscore, as in %RETRY%Pop_Group_Orders
-START_MS = 1_795_788_600_000
 INVISIBLE = 30_000
-
-
-class MovingClock:
-    """The brokers' ``clock_ms``, and the consumer's Clock: wall = the brokers' time,
-    monotonic = the loop's time plus every jump the test made."""
-
-    def __init__(self) -> None:
-        self.ms = START_MS
-        self.jumped = 0
-
-    def __call__(self) -> int:
-        return self.ms
-
-    def wall_ms(self) -> int:
-        return self.ms
-
-    def monotonic_ms(self) -> float:
-        return anyio.current_time() * 1000.0 + self.jumped
-
-    def advance(self, cluster: DevClusterThread, ms: int) -> None:
-        self.ms += ms
-        self.jumped += ms
-        cluster.tick()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from producer import Message, Producer
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.testing import DevClusterThread
-from tests.consumer.test_push_consumer import FAST, FAST_LEVELS
+from tests.helpers.push import FAST, FAST_LEVELS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

@@ -18,8 +18,8 @@ from producer.errors import (
     SendTimeout,
 )
 from producer.testing import DevClusterThread, FaultSpec
+from tests.helpers.sends import UNEVEN, add_uneven_topic, assert_retries_were_rebuilt
 from tests.producer.conftest import TOPIC, make_producer
-from tests.producer.test_sync_rules import UNEVEN, add_uneven_topic, assert_retries_were_rebuilt
 
 # Every rule holds with transparent batching on and off. With it off, an async send's
 # first attempt runs without a task (on asyncio); with it on, a lone send goes as a group

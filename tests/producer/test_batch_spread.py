@@ -4,33 +4,19 @@ of three healthy brokers a third of the messages, as sending one at a time does.
 
 from __future__ import annotations
 
-import time
-
 import anyio
 import pytest
 
 from producer import Message, Producer
 from producer.testing import DevClusterThread
+from tests.helpers.clocks import StillClock
+from tests.helpers.sends import requests_served
 from tests.producer.conftest import TOPIC, make_producer
-from tests.producer.test_batching import requests_served
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 TOLERANCE = 0.03  # +-3 points of the exact third
 LOOP_SENDS = 40  # per loop, 64 loops
-
-
-class StillClock:
-    """Routing weighs brokers by the latency it measures; on a loaded test machine a
-    scheduling hiccup can make one loopback broker look slow and move load, as it should.
-    A monotonic clock that never moves shows every answer as instant, so the brokers stay
-    equal and the shares measure the spreading alone (nothing here waits on a deadline)."""
-
-    def monotonic_ms(self) -> float:
-        return 1_000_000.0
-
-    def wall_ms(self) -> int:
-        return time.time_ns() // 1_000_000
 
 
 def assert_even(cluster: DevClusterThread, total: int) -> None:

@@ -13,6 +13,7 @@ import pytest
 from producer import AttemptOutcome, Message, Producer, SendFuture, SendResult
 from producer.errors import BrokerError, Fate, MessageIllegalError, ProducerError
 from producer.testing import DevClusterThread, FaultSpec
+from tests.helpers.sends import requests_served
 from tests.producer.conftest import TOPIC, make_producer
 
 pytestmark = pytest.mark.anyio
@@ -22,10 +23,6 @@ QUEUES = 12  # TOPIC's: 3 brokers x 4
 SOLO = "Solo"  # a topic on broker-a alone: a group of sends to it is one batch
 HELD = "Held"  # a topic on broker-b alone, whose answers a fault can hold back
 HELD_MS = 500  # how long broker-b holds an answer back: far longer than one loop turn
-
-
-def requests_served(cluster: DevClusterThread) -> int:
-    return sum(int(cluster.broker_status(name)["requests"]) for name in BROKERS)
 
 
 async def send_all(p: Producer, messages: list[Message], **kw: Any) -> list[Any]:

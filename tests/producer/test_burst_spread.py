@@ -15,8 +15,8 @@ import pytest
 from producer import Message, Producer
 from producer.errors import NoRouteError, ProducerClosedError, ProducerError
 from producer.testing import DevClusterThread, FaultSpec
+from tests.helpers.clocks import StillClock
 from tests.producer.conftest import TOPIC
-from tests.producer.test_batch_spread import StillClock
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 

@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from producer import AttemptOutcome, Message, RetryPolicy, SendResult, SendStatus
+from producer import AttemptOutcome, Message, RetryPolicy, SendStatus
 from producer.errors import (
     BrokerError,
     ConnectError,
@@ -21,6 +21,7 @@ from producer.errors import (
     SendTimeout,
 )
 from producer.testing import DevClusterThread, FaultSpec
+from tests.helpers.sends import UNEVEN, add_uneven_topic, assert_retries_were_rebuilt
 from tests.producer.conftest import TOPIC, make_producer
 
 # Every rule holds with transparent batching on and off (a lone send is never batched,
@@ -269,29 +270,6 @@ async def test_s6_retry_another_broker_when_not_store_ok(cluster: DevClusterThre
 
 
 # -- S7, S8: fresh queue and fault feedback ----------------------------------------------
-
-
-UNEVEN = "Uneven"  # 4 + 2 + 3 queues: a retry from broker-a can land on another queue id
-
-
-def add_uneven_topic(cluster: DevClusterThread) -> None:
-    for broker, queues in (("broker-a", 4), ("broker-b", 2), ("broker-c", 3)):
-        cluster.add_topic(UNEVEN, queues, brokers=[broker])
-
-
-def assert_retries_were_rebuilt(cluster: DevClusterThread, results: list[SendResult]) -> None:
-    """Each message is stored once, on the queue and broker of the attempt that landed.
-
-    Guard: some retry went to another queue id than its first attempt, or a request re-sent
-    with the first attempt's header would pass unnoticed.
-    """
-    stored = {m.uniq_key: m for m in cluster.messages(UNEVEN)}
-    assert len(stored) == len(results) == cluster.message_count(UNEVEN)
-    retried = [r for r in results if len(r.attempts) > 1]
-    assert any(r.attempts[0].queue_id != r.queue.queue_id for r in retried)
-    for r in results:
-        landed = stored[r.msg_id]
-        assert (landed.broker_name, landed.queue_id) == (r.queue.broker_name, r.queue.queue_id)
 
 
 async def test_s7_retry_rebuilds_the_request_for_the_new_queue(cluster: DevClusterThread) -> None:

@@ -15,7 +15,7 @@ from producer import Message, Producer
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.errors import MessageValidationError, TimedDeliveryUnsupportedError
 from producer.testing import DevClusterThread
-from tests.consumer.test_push_consumer import FAST, until
+from tests.helpers.push import FAST, until
 
 pytestmark = pytest.mark.anyio
 START_MS = time.time_ns() // 1_000_000  # the brokers' fake clock starts at the wall clock

@@ -16,20 +16,10 @@ from producer._remoting.frame import decode_frame
 from producer._remoting.requests import heartbeat_request
 from producer.errors import RemoteProtocolError
 from producer.testing import DevCluster, FaultSpec
+from tests.helpers.loops import anyio_backend  # noqa: F401 - asyncio and uvloop
 from tests.testing.rawclient import RawClient, make_request, send_fields
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(
-    params=[
-        pytest.param("asyncio", id="asyncio"),
-        pytest.param(("asyncio", {"use_uvloop": True}), id="uvloop"),
-    ]
-)
-def anyio_backend(request: pytest.FixtureRequest) -> object:
-    """These run on uvloop too: its transports differ (no Transport subclass, RST)."""
-    return request.param
 
 
 @pytest.fixture

@@ -20,21 +20,11 @@ from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import decode_frame
 from producer._remoting.message_codec import make_offset_msg_id
 from producer.testing import DevCluster
+from tests.helpers.loops import anyio_backend  # noqa: F401 - asyncio and uvloop
 from tests.protocol.golden import golden_dir
 from tests.testing.rawclient import RawClient
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(
-    params=[
-        pytest.param("asyncio", id="asyncio"),
-        pytest.param(("asyncio", {"use_uvloop": True}), id="uvloop"),
-    ]
-)
-def anyio_backend(request: pytest.FixtureRequest) -> object:
-    """These run on uvloop too: its transports differ (no Transport subclass, RST)."""
-    return request.param
 
 
 SESSIONS = golden_dir() / "sessions"
