@@ -181,8 +181,10 @@ class Sender:
         if route is None:
             route = await self.routes.get(send.job.prepared.topic, plan.deadline_ms)
             now = self.clock.monotonic_ms()
-        step = plan.next_attempt(now)
-        while isinstance(step, Dispatch):
+        while True:
+            step = plan.next_attempt(now)
+            if isinstance(step, Finish):
+                return _outcome_of(step)
             if step.number > 1:
                 route = self.routes.cached(route.topic) or route  # a refresh may have landed
             first = send.job.first_queue
@@ -193,15 +195,10 @@ class Sender:
             )
             decision, now = await self._attempt(send, route, queue, step, now)
             if isinstance(decision, Finish):
-                step = decision
-                break
+                return _outcome_of(decision)
             if decision.backoff_ms > 0:
                 await self._back_off(decision, plan, now)
                 now = self.clock.monotonic_ms()
-            step = plan.next_attempt(now)
-        if step.error is not None:
-            raise step.error
-        return step.result
 
     # -- the first attempt without a task (asyncio) -------------------------------------
 
@@ -349,6 +346,13 @@ def _name_msg_id(error: ProducerError, job: SendJob) -> ProducerError:
     if error.msg_id is None:
         error.msg_id = job.prepared.msg_id
     return error
+
+
+def _outcome_of(finish: Finish) -> SendResult | None:
+    """A finished send's result (``None``: oneway), or its final error raised."""
+    if finish.error is not None:
+        raise finish.error
+    return finish.result
 
 
 def _tell_contexts(contexts: list[AttemptContext], attempt: Attempt) -> None:
