@@ -19,6 +19,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from latency_fault import Router
 from producer._client.clock import Clock
 from producer._client.routes import RouteTable
@@ -107,40 +109,21 @@ class Attempts:
         self.answered(messages, queue, addr, latency, result)
 
 
-class Attempt:
+class Attempt(msgspec.Struct):
     """One attempt out: its send, the queue it went to and when (``started_ms``, where its
     latency starts). Settled once (:meth:`settle`, or :meth:`abandon` when cancelled);
     then ``ended_ms``, ``latency_ms`` and ``error`` (``None``: answered, or written for a
-    oneway send) say how it went."""
+    oneway send) say how it went. A struct: made on every send's path, cheaply."""
 
-    __slots__ = (
-        "_attempts",
-        "ended_ms",
-        "error",
-        "job",
-        "plan",
-        "queue",
-        "started_ms",
-        "waiter",
-    )
-
-    def __init__(
-        self,
-        attempts: Attempts,
-        job: SendJob,
-        plan: SendPlan,
-        queue: MessageQueue,
-        started_ms: float,
-        waiter: asyncio.Future[RemotingCommand | None] | None,
-    ) -> None:
-        self._attempts = attempts
-        self.job = job
-        self.plan = plan
-        self.queue = queue
-        self.started_ms = started_ms
-        self.waiter = waiter  # its connection's loop future: started without a task
-        self.ended_ms = started_ms  # when it was settled (or abandoned)
-        self.error: ProducerError | None = None
+    attempts: Attempts
+    job: SendJob
+    plan: SendPlan
+    queue: MessageQueue
+    started_ms: float
+    #: Its connection's loop future, when it was started without a task.
+    waiter: asyncio.Future[RemotingCommand | None] | None = None
+    ended_ms: float = 0.0  # when it was settled (or abandoned)
+    error: ProducerError | None = None
 
     @property
     def latency_ms(self) -> float:
@@ -158,7 +141,7 @@ class Attempt:
                 error = exc
         else:
             error = outcome
-        attempts, plan, queue = self._attempts, self.plan, self.queue
+        attempts, plan, queue = self.attempts, self.plan, self.queue
         broker = queue.broker_name
         attempts.router.on_complete(broker)
         now = self.ended_ms = attempts.clock.monotonic_ms()
@@ -199,7 +182,7 @@ class Attempt:
         it, and the plan records it as cancelled (S5, S8)."""
         if self.waiter is not None:
             self.waiter.cancel()
-        attempts = self._attempts
+        attempts = self.attempts
         attempts.router.on_complete(self.queue.broker_name)
         self.ended_ms = attempts.clock.monotonic_ms()
         self.plan.on_cancelled(self.queue, self.latency_ms)
