@@ -18,7 +18,6 @@ from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
-from producer._client.upkeep import Maintenance
 from producer._consume.message import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
@@ -39,6 +38,7 @@ from producer._send.hooks import HookRunner
 from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import CompressType, ProducerOptions, Routing
 from producer._send.plan import SendMode
+from producer._send.port import ProducerPort
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
 from producer._send.running import Parts, Running, start_running
@@ -245,12 +245,6 @@ class Producer(AsyncLifecycle):
             signer=self._signer,
             answered=self._publish_trace,
         )
-
-    @property
-    def _maintenance(self) -> Maintenance | None:
-        """The background upkeep (routes, heartbeats, the client); None before start."""
-        running = self._running
-        return None if running is None else running.maintenance
 
     async def aclose(self) -> None:
         """Stop taking sends, let in-flight ones finish within ``close_timeout_ms``, cancel the
@@ -537,6 +531,14 @@ class Producer(AsyncLifecycle):
             f"Producer(group={self.group!r}, state={self.state.value}, "
             f"in_flight={self.in_flight}, routing={self.options.routing!r})"
         )
+
+
+def sending_port(producer: Producer) -> ProducerPort:
+    """The internal sending interface ``producer`` offers the clients built on it (the
+    transactional producer), in place of its private members."""
+    return ProducerPort(
+        producer.group, open_running=producer._open, prepare=producer._prepared, run=producer._run
+    )
 
 
 def _answered(result: SendResult | None) -> SendResult:

@@ -35,10 +35,11 @@ class AsyncSendRunner:
         if not job.holds_slot:
             self._spawn_run(job, plan, future, None)
             return
-        settled = functools.partial(self._settled, job, plan, future)
-        rest = self._sender.start_direct(job, plan, settled)
-        if rest is not None:  # else its first attempt is out, with no task of its own
-            self._spawn_run(rest, plan, future, None)
+        first = self._sender.start_first(job, plan)
+        if isinstance(first, SendJob):  # not started: a task makes every attempt
+            self._spawn_run(first, plan, future, None)
+        else:  # out, with no task of its own
+            first.when_settled(functools.partial(self._settled, job, plan, future))
 
     def _spawn_run(
         self, job: SendJob, plan: SendPlan, future: SendFuture, retry: Retry | None

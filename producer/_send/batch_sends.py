@@ -281,10 +281,11 @@ class BatchSends:
             self._resend_alone(key, members, ())
             return
         job = SendJob(prepared, messages[0], members=messages, first_queue=queue)
-        settled = functools.partial(self._batch_settled, key, members, job, plan)
-        rest = self._sender.start_direct(job, plan, settled)
-        if rest is not None:
-            self._batch_task(key, members, rest, plan, None)
+        first = self._sender.start_first(job, plan)
+        if isinstance(first, SendJob):  # not started: a task makes every attempt
+            self._batch_task(key, members, first, plan, None)
+        else:
+            first.when_settled(functools.partial(self._batch_settled, key, members, job, plan))
 
     def _batch_task(
         self,

@@ -1,9 +1,38 @@
-"""Carries out send plans: the I/O shell around :mod:`producer._send.plan`.
+"""Carries out sends: the I/O shell around the pure :mod:`producer._send.plan`.
 
-Every send - sync, async, oneway, keyed - runs here, through one attempt function: select
-a queue (a keyed send's is final, F5), send the request rebuilt for that queue through
-the client's one request door, feed the outcome to the fault-aware router (S8), run hooks
-and telemetry, and ask the plan what to do next.
+Theory of operation
+-------------------
+A send is one :class:`SendJob` (its request, built once) and its :class:`SendPlan` (the
+mode, the attempt counter, the deadline). The plan owns the deadline: it is fixed when the
+plan is made, every wait here (for an in-flight slot, the route, a connection, a back-off)
+is bounded by what is left of it, and each attempt's network timeout is the plan's
+(:meth:`SendPlan.next_attempt`). The plan decides; this module carries its decisions out.
+
+A send passes through these states, in order::
+
+    admitted -> routed -> attempt out -> attempt settled -> finished
+                              ^                 |
+                              +- backing off <--+  (Retry)
+
+* admitted: it holds an in-flight slot (A7), taken by its caller or by :meth:`Sender.run`;
+  whoever finishes the send frees it (and ends its flush ticket, outside this module).
+* routed: the topic's route, cached or looked up within the budget.
+* attempt out: a queue chosen (a keyed send's is final, F5; a transparent batch's first
+  one is dealt with its neighbours'), the request rebuilt for it (A4) and written;
+  :meth:`Attempts.launch` tells the router it is in flight (S8).
+* attempt settled: :meth:`Attempt.settle` - the router learns the latency or the fault
+  (S8), the plan answers Retry or Finish. An attempt cancelled before its outcome is
+  abandoned instead (:meth:`Attempt.abandon`): over, but no fault (S5).
+* finished: the result, or the final error naming the send's ``msg_id``, goes back.
+
+Where it runs: every attempt can run in :meth:`Sender.run`'s loop, in the caller's
+coroutine or a task of the producer. On asyncio, when nothing needs a task (no hooks, no
+OpenTelemetry SDK, the route cached, a connection open), the FIRST attempt is started by
+:meth:`Sender.start_first` as a bare loop future instead, and settled where it lands: a
+sync send awaits it in the caller's coroutine (:meth:`Sender.run_direct`); an async send
+or a transparent batch settles it in the future's callback (:meth:`Attempt.when_settled`).
+A Retry then hands the same plan, and so its one attempt counter (A2), to
+:meth:`Sender.resume`. One of these holds a send at a time: nothing touches a plan twice at once.
 
 The clock is read once per step that can take time: at the start, after each wait
 (backpressure, route lookup, connect, hooks, back-off) and after each attempt. Code
@@ -13,10 +42,6 @@ send reads it four times rather than once per decision.
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Callable, Sequence
-
 import anyio
 import msgspec
 from opentelemetry.trace import Span
@@ -25,24 +50,15 @@ from latency_fault import Router, choose_queue, spread_batch
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, TopicRoute
-from producer._remoting.codes import SendStatus
-from producer._remoting.command import RemotingCommand
 from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import PreparedMessage, build_send_request
-from producer._remoting.send_header import SendResponseHeader, parse_send_response
+from producer._send.attempt import AnswerObserver, Attempt, Attempts, Outcome
 from producer._send.backpressure import InFlightLimiter
 from producer._send.hooks import AttemptContext, HookRunner
 from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan
 from producer._send.result import SendResult
 from producer._send.telemetry import Telemetry
-from producer.errors import BrokerError, ConnectError, ProducerError
-
-Answer = tuple[SendStatus, SendResponseHeader]
-#: Told of every attempt a broker answered, synchronously and cheaply (message trace):
-#: the messages with their ids, the queue, its broker's address, the latency, the result.
-AnswerObserver = Callable[
-    [Sequence[tuple[Message, str]], MessageQueue, str, float, SendResult | None], None
-]
+from producer.errors import ConnectError, ProducerError
 
 
 class SendJob(msgspec.Struct, frozen=True):
@@ -73,6 +89,9 @@ class _Send(msgspec.Struct, frozen=True):
 
 
 class Sender:
+    """Runs the sends of one producer (see the theory of operation above): one per started
+    producer, shared by its sync, async, oneway, keyed and batched sends."""
+
     def __init__(
         self,
         *,
@@ -87,7 +106,6 @@ class Sender:
         answered: AnswerObserver | None = None,
     ) -> None:
         self.group = group
-        self.answered = answered
         self.routes = routes
         self.client = client
         self.router = router
@@ -95,6 +113,9 @@ class Sender:
         self.hooks = hooks
         self.telemetry = telemetry
         self.clock = clock
+        self.attempts = Attempts(
+            router=router, clock=clock, routes=routes, telemetry=telemetry, answered=answered
+        )
 
     def spread(self, topic: str, count: int) -> list[tuple[MessageQueue, int]] | None:
         """Where a transparent group of ``count`` messages to ``topic`` goes, per message
@@ -160,8 +181,10 @@ class Sender:
         if route is None:
             route = await self.routes.get(send.job.prepared.topic, plan.deadline_ms)
             now = self.clock.monotonic_ms()
-        step = plan.next_attempt(now)
-        while isinstance(step, Dispatch):
+        while True:
+            step = plan.next_attempt(now)
+            if isinstance(step, Finish):
+                return _outcome_of(step)
             if step.number > 1:
                 route = self.routes.cached(route.topic) or route  # a refresh may have landed
             first = send.job.first_queue
@@ -172,33 +195,27 @@ class Sender:
             )
             decision, now = await self._attempt(send, route, queue, step, now)
             if isinstance(decision, Finish):
-                step = decision
-                break
+                return _outcome_of(decision)
             if decision.backoff_ms > 0:
                 await self._back_off(decision, plan, now)
                 now = self.clock.monotonic_ms()
-            step = plan.next_attempt(now)
-        if step.error is not None:
-            raise step.error
-        return step.result
 
-    # -- a first attempt as a bare loop future (asyncio) ---------------------------------
+    # -- the first attempt without a task (asyncio) -------------------------------------
 
-    def _start_first(
-        self, job: SendJob, plan: SendPlan, now: float
-    ) -> tuple[asyncio.Future[RemotingCommand | None], MessageQueue] | SendJob | None:
-        """The first attempt written as a loop future on an open connection, and its
-        queue. Otherwise nothing is sent: ``None`` when a hook or OpenTelemetry SDK needs
-        the attempt or the route is not cached; the job with its first queue set when one
-        was chosen but no connection to it can start the request (none open yet, or
-        trio), so that the attempt :meth:`run` makes goes there and the router's
-        round-robin is not stepped twice for one attempt."""
+    def start_first(self, job: SendJob, plan: SendPlan) -> Attempt | SendJob:
+        """Start ``job``'s first attempt as a loop future on an open connection: the
+        :class:`Attempt` out, its ``waiter`` set, for the caller to settle. Otherwise
+        nothing is sent and the job comes back for :meth:`run`: as it was when a hook or
+        an OpenTelemetry SDK needs the attempt or the route is not cached; with its first
+        queue set when one was chosen but no connection to it can start the request (none
+        open yet, or trio), so that the router's round-robin is not stepped twice."""
+        now = self.clock.monotonic_ms()
         if self.hooks.active or self.telemetry.enabled(now):
-            return None
+            return job
         route = self.routes.cached(job.prepared.topic)
         step = plan.next_attempt(now)
         if route is None or not isinstance(step, Dispatch):
-            return None
+            return job
         queue = job.first_queue or self._select(job, plan, route, now)  # a batch's is dealt
         addr = _master_addr(route, queue)
         connection = self.client.startable(addr) if addr else None
@@ -206,40 +223,34 @@ class Sender:
             return msgspec.structs.replace(job, first_queue=queue)
         request = build_send_request(job.prepared, queue, self.clock.wall_ms())
         waiter = self.client.start(connection, request, step.timeout_ms)
-        self.router.on_dispatch(queue.broker_name, int(now))
-        return waiter, queue
+        return self.attempts.launch(job, plan, queue, now, waiter)
 
     async def run_direct(self, job: SendJob, plan: SendPlan) -> SendResult | None:
         """:meth:`run` for a caller awaiting one message (not oneway, not a batch): the
-        first attempt awaits its connection's future in the caller's own coroutine (no
-        coroutine chain, one loop future); anything else, and every retry, is
-        :meth:`run`'s. The rules are the same: the same decision (:meth:`_decide`)."""
+        first attempt's loop future is awaited in the caller's own coroutine (no coroutine
+        chain); anything else, and every retry, is :meth:`run`'s. Either way an attempt
+        is settled by :meth:`Attempt.settle`, so the rules are the same."""
         size = len(job.prepared.body)
         if job.holds_slot or not self.limiter.try_acquire(size):
             return await self.run(job, plan)
-        start = self.clock.monotonic_ms()
         try:
-            started = self._start_first(job, plan, start)
+            first = self.start_first(job, plan)
         except BaseException:
             self.limiter.release(size)
             raise
-        if not isinstance(started, tuple):  # run() frees the slot held here
-            rest = msgspec.structs.replace(job if started is None else started, holds_slot=True)
-            return await self.run(rest, plan)
-        waiter, queue = started
+        if isinstance(first, SendJob):  # not started: run() frees the slot held here
+            return await self.run(msgspec.structs.replace(first, holds_slot=True), plan)
+        assert first.waiter is not None
+        outcome: Outcome
         try:
-            response = await waiter
-            assert response is not None
-            answer = parse_send_response(response)
+            outcome = await first.waiter
         except ProducerError as exc:
-            decision = self._decide(job, plan, queue, start, None, exc)[0]
+            outcome = exc
         except BaseException:  # cancelled: the attempt is over without an outcome
-            waiter.cancel()  # if still queued, never written (the connection skips it)
-            self._cancelled(plan, queue, start)
+            first.abandon()
             self.limiter.release(size)
             raise
-        else:
-            decision = self._decide(job, plan, queue, start, answer, None)[0]
+        decision = first.settle(outcome)
         if isinstance(decision, Retry):
             held = msgspec.structs.replace(job, holds_slot=True)  # resume() frees it
             return await self.resume(held, plan, decision)
@@ -248,88 +259,8 @@ class Sender:
             raise _name_msg_id(decision.error, job)
         return decision.result
 
-    def start_direct(
-        self, job: SendJob, plan: SendPlan, settled: Callable[[Finish | Retry], None]
-    ) -> SendJob | None:
-        """Start an async send's first attempt as a loop future with a callback, no task
-        (see :meth:`_start_first`). ``settled`` gets the :class:`Finish`, or the
-        :class:`Retry` that :meth:`resume` carries on in a task. Returns ``None`` once
-        started; otherwise the job to :meth:`run` in a task (its first queue set if one
-        was chosen here)."""
-        now = self.clock.monotonic_ms()
-        started = self._start_first(job, plan, now)
-        if not isinstance(started, tuple):
-            return job if started is None else started
-        waiter, queue = started
-        answered = functools.partial(self._direct_answered, job, plan, queue, now, settled)
-        waiter.add_done_callback(answered)
-        return None
-
-    def _direct_answered(
-        self,
-        job: SendJob,
-        plan: SendPlan,
-        queue: MessageQueue,
-        start: float,
-        settled: Callable[[Finish | Retry], None],
-        waiter: asyncio.Future[RemotingCommand | None],
-    ) -> None:
-        decision: Finish | Retry
-        try:
-            response = waiter.result()  # raises the request's error
-            assert response is not None
-            answer = parse_send_response(response)
-        except ProducerError as exc:
-            decision = self._decide(job, plan, queue, start, None, exc)[0]
-        except BaseException as exc:  # cancelled (nobody should) or a bug of ours
-            self._cancelled(plan, queue, start)
-            error = ProducerError(f"internal error: {exc!r}", attempts=plan.attempts)
-            decision = Finish(error=error)
-        else:
-            decision = self._decide(job, plan, queue, start, answer, None)[0]
-        settled(decision)
-
-    def _decide(
-        self,
-        job: SendJob,
-        plan: SendPlan,
-        queue: MessageQueue,
-        start: float,
-        answer: Answer | None,
-        error: ProducerError | None,
-    ) -> tuple[Retry | Finish, float, float]:
-        """An attempt came back (``answer``, ``None`` for a oneway write, or ``error``):
-        the router learns it (S8) and the plan decides. Returns the decision, the clock
-        reading and the attempt's latency."""
-        broker = queue.broker_name
-        self.router.on_complete(broker)
-        now = self.clock.monotonic_ms()
-        latency = now - start
-        if error is not None:
-            self._record_fault(broker, latency, error, now)
-            return plan.on_error(queue, error, latency, now), now, latency
-        if answer is None:  # oneway: a write is not an answer, so no latency to learn
-            return plan.on_written(queue, latency), now, latency
-        self._record_fault(broker, latency, None, now)
-        decision = plan.on_answer(queue, *answer, job.prepared.msg_id, latency)
-        if self.answered is not None:
-            self._tell_answered(job, queue, latency, plan.last_result)
-        return decision, now, latency
-
-    def _tell_answered(
-        self, job: SendJob, queue: MessageQueue, latency: float, result: SendResult | None
-    ) -> None:
-        assert self.answered is not None
-        route = self.routes.cached(queue.topic)
-        addr = "" if route is None else _master_addr(route, queue)
-        if job.members:
-            messages = list(zip(job.members, job.msg_ids, strict=True))
-        else:
-            messages = [(job.message, job.prepared.msg_id)]
-        self.answered(messages, queue, addr, latency, result)
-
     async def resume(self, job: SendJob, plan: SendPlan, retry: Retry) -> SendResult | None:
-        """The rest of a send whose first attempt :meth:`start_direct` made: its back-off,
+        """The rest of a send whose first attempt :meth:`start_first` made: its back-off,
         then the attempts its plan has left (it keeps its in-flight slot)."""
         if retry.backoff_ms > 0:
             await self._back_off(retry, plan, self.clock.monotonic_ms())
@@ -360,47 +291,37 @@ class Sender:
             for ctx in contexts:
                 await self.hooks.before(ctx)
             now = self.clock.monotonic_ms()
-        start = now
-        broker = queue.broker_name
-        self.router.on_dispatch(broker, int(start))  # an unanswered attempt is evidence too
+        attempt = self.attempts.launch(job, plan, queue, now)  # unanswered is evidence too
+        outcome: Outcome
         try:
             if not addr:
+                broker = queue.broker_name
                 raise ConnectError(f"no master address for broker {broker!r} in the route")
             oneway = plan.mode is SendMode.ONEWAY
             request = build_send_request(job.prepared, queue, self.clock.wall_ms(), oneway=oneway)
             if oneway:
                 await self.client.invoke_oneway(addr, request, step.timeout_ms)
-                answer: Answer | None = None
+                outcome = None  # written: all a oneway send learns
             else:
-                answer = parse_send_response(
-                    await self.client.invoke(addr, request, step.timeout_ms)
-                )
+                outcome = await self.client.invoke(addr, request, step.timeout_ms)
         except ProducerError as exc:
-            decision, now, latency = self._decide(job, plan, queue, start, None, exc)
-            for ctx in contexts:
-                ctx.error, ctx.latency_ms = exc, latency
+            outcome = exc
         except BaseException:
-            self._cancelled(plan, queue, start)
+            attempt.abandon()
             raise
-        else:
-            decision, now, latency = self._decide(job, plan, queue, start, answer, None)
-            for ctx in contexts:
-                ctx.result, ctx.latency_ms = plan.last_result, latency
+        decision = attempt.settle(outcome)
+        if contexts:
+            _tell_contexts(contexts, attempt)
         if send.spans:  # none: telemetry is off
             messages = len(job.members) or 1
             record = plan.attempts[-1]
             self.telemetry.attempt(send.spans, route.topic, record, step.number, messages)
+        now = attempt.ended_ms
         if contexts:
             for ctx in contexts:
                 await self.hooks.after(ctx)
             now = self.clock.monotonic_ms()
         return decision, now
-
-    def _cancelled(self, plan: SendPlan, queue: MessageQueue, start: float) -> None:
-        """An attempt ended without an outcome: the router is told it is over, but learns
-        no fault from it (S8)."""
-        self.router.on_complete(queue.broker_name)
-        plan.on_cancelled(queue, self.clock.monotonic_ms() - start)
 
     def _hook_contexts(
         self, job: SendJob, queue: MessageQueue, addr: str, number: int
@@ -415,20 +336,6 @@ class Sender:
             for message, msg_id in zip(job.members, job.msg_ids, strict=True)
         ]
 
-    def _record_fault(
-        self, broker: str, latency_ms: float, error: ProducerError | None, now_ms: float
-    ) -> None:
-        """S8: success -> latency; any error -> isolation (5.x marks broker codes unreachable)."""
-        banned = self.router.record(
-            broker,
-            latency_ms,
-            isolation=error is not None,
-            now_ms=int(now_ms),
-            reachable=not isinstance(error, BrokerError),
-        )
-        if banned:
-            self.telemetry.ban(broker)
-
     def _seconds_since(self, started_ms: float) -> float:
         return (self.clock.monotonic_ms() - started_ms) / 1000.0
 
@@ -439,6 +346,24 @@ def _name_msg_id(error: ProducerError, job: SendJob) -> ProducerError:
     if error.msg_id is None:
         error.msg_id = job.prepared.msg_id
     return error
+
+
+def _outcome_of(finish: Finish) -> SendResult | None:
+    """A finished send's result (``None``: oneway), or its final error raised."""
+    if finish.error is not None:
+        raise finish.error
+    return finish.result
+
+
+def _tell_contexts(contexts: list[AttemptContext], attempt: Attempt) -> None:
+    """The hooks' contexts learn how the settled attempt went."""
+    result = attempt.plan.last_result
+    for ctx in contexts:
+        ctx.latency_ms = attempt.latency_ms
+        if attempt.error is None:
+            ctx.result = result
+        else:
+            ctx.error = attempt.error
 
 
 def _master_addr(route: TopicRoute, queue: MessageQueue) -> str:

@@ -4,7 +4,9 @@ It wraps a :class:`~producer.Producer` of the transaction's producer group (Java
 ``TransactionMQProducer`` extends ``DefaultMQProducer``): the half message goes through
 that producer's send pipeline (S1-S11: one deadline, retries, routing) with the prepared
 bit and properties of :func:`~producer._remoting.transaction.half_message`, and the
-broker's checks arrive on that producer's connections.
+broker's checks arrive on that producer's connections. All it asks of that producer goes
+through the producer's internal sending interface (:class:`~producer._send.port.ProducerPort`),
+never its private members.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from anyio.abc import TaskGroup
 from producer._client.keywords import takes_options
 from producer._consume.message import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
-from producer._producer import Producer
+from producer._producer import Producer, sending_port
 from producer._remoting.codes import SendStatus
 from producer._remoting.message import Message
 from producer._remoting.message_codec import parse_offset_msg_id
@@ -33,11 +35,8 @@ from producer._remoting.transaction import (
     EndTransaction,
     TransactionState,
     end_transaction_request,
-    half_message,
 )
-from producer._send.plan import SendMode
 from producer._send.result import SendResult
-from producer._send.sender import SendJob
 from producer._transactions.checks import CheckFunction, CheckServer, describe
 from producer._transactions.ledger import HalfCopy, TransactionLedger
 from producer._transactions.options import TransactionOptions
@@ -153,6 +152,7 @@ class TransactionProducer(AsyncLifecycle):
             raise InvalidOptionError(f"check must be callable, got {check!r}")
         options = self.options  # built from the keywords above by @takes_options
         self.producer = producer
+        self._port = sending_port(producer)  # all this producer asks of it
         self.topics = tuple(options.topics)
         self._executing = _Executing()
         self.ledger = TransactionLedger()
@@ -166,8 +166,8 @@ class TransactionProducer(AsyncLifecycle):
             end=self._write_end,
             probe=self._stored,
             ledger=self.ledger,
-            now_ms=self._now_ms,
-            broker_name=self._broker_name,
+            now_ms=self._port.monotonic_ms,
+            broker_name=self._port.broker_name,
             timeout_ms=options.check_timeout_ms,
             workers=options.check_workers,
             max_pending=options.max_pending_checks,
@@ -303,21 +303,11 @@ class TransactionProducer(AsyncLifecycle):
     async def _send_half(self, message: Message, timeout_ms: float | None) -> SendResult:
         if self.state in ENDED:
             raise ProducerClosedError(f"transaction producer {self.group!r} is closing")
-        producer = self.producer
         if not isinstance(message, Message):  # a list (a batch) cannot be transactional
             raise LocalProtocolError(
                 f"send_in_transaction takes one producer.Message, got {type(message).__name__}"
             )
-        # sendMessageInTransaction clears the delay level: a half is never delayed.
-        running = producer._open()
-        prepared = producer._prepared(dataclasses.replace(message, delay_level=None))
-        job = SendJob(half_message(prepared, producer.group), message)
-        # Retried only when nothing was stored: a half left stored behind a timeout or a
-        # not-OK status would be checked, and a check function answering from the local
-        # state (execute committed) would commit it too - the event twice.
-        budget = running.planner.budget_ms(timeout_ms)
-        sent = await producer._run(running, job, SendMode.SYNC, budget, certain_retries_only=True)
-        assert sent is not None, "a sync send returns a result"
+        sent = await self._port.send_half(message, timeout_ms)  # retried only if not stored
         self.ledger.begin(sent.msg_id, half_copy(sent))  # before a check can be read
         await self._announce(sent.queue.broker_name)
         return sent
@@ -355,65 +345,45 @@ class TransactionProducer(AsyncLifecycle):
             )
             self.ledger.ended(sent.msg_id, copy, state, None)
             return TransactionResult(sent, state, False, execute_error, exc)
-        self.ledger.ended(sent.msg_id, copy, state, self._now_ms())
+        self.ledger.ended(sent.msg_id, copy, state, self._port.monotonic_ms())
         return TransactionResult(sent, state, True, execute_error)
 
     async def _stored(self, addr: str, check: CheckRequest) -> bool:
         """Whether the broker at ``addr`` holds the checked message in its real topic
         (QUERY_MESSAGE by UNIQ_KEY, over all time: our clock and the broker's may differ)."""
-        maintenance = self.producer._maintenance
-        assert maintenance is not None, "started"
         record = check.record
         topic = record.properties.get(REAL_TOPIC, record.topic)
         request = query_by_uniq_key(topic, check.uniq_key, begin_ms=0)
         timeout_ms = self.producer.options.send_timeout_ms
-        response = await maintenance.client.invoke(addr, request, timeout_ms)
+        response = await self._port.invoke(addr, request, timeout_ms)
         return stored_by_uniq_key(response, topic, check.uniq_key)
 
     async def _write_end(self, addr: str, end: EndTransaction) -> None:
-        maintenance = self.producer._maintenance
-        assert maintenance is not None, "started"
         timeout_ms = self.producer.options.send_timeout_ms
-        await maintenance.client.invoke_oneway(addr, end_transaction_request(end), timeout_ms)
+        await self._port.write_oneway(addr, end_transaction_request(end), timeout_ms)
 
     def _addr(self, broker_name: str) -> str:
         """``findBrokerAddressInPublish``: the master the half message went to."""
-        maintenance = self.producer._maintenance
-        assert maintenance is not None, "started"
-        addr = maintenance.routes.broker_addrs().get(broker_name)
+        addr = self._port.broker_addr(broker_name)
         if addr is None:
             raise NoRouteError(broker_name, self.producer.namesrv_addrs, "broker left the routes")
         return addr
-
-    def _now_ms(self) -> float:
-        maintenance = self.producer._maintenance
-        assert maintenance is not None, "started"
-        return maintenance.clock.monotonic_ms()
-
-    def _broker_name(self, addr: str) -> str:
-        maintenance = self.producer._maintenance
-        known = {} if maintenance is None else maintenance.routes.broker_addrs()
-        return next((name for name, a in known.items() if a == addr), addr)
 
     async def _announce(self, broker_name: str) -> None:
         """Heartbeat our group to a broker holding one of our halves, once: its checks can
         only reach a member it has heard from."""
         if broker_name in self._announced:
             return
-        maintenance = self.producer._maintenance
-        assert maintenance is not None, "started"
-        addr = maintenance.routes.broker_addrs().get(broker_name)
+        addr = self._port.broker_addr(broker_name)
         if addr is not None:
-            await maintenance.heartbeat(addr)
+            await self._port.heartbeat(addr)
             self._announced.add(broker_name)
 
     async def _announce_topic(self, topic: str) -> None:
-        maintenance = self.producer._maintenance
-        assert maintenance is not None, "started"
-        deadline = maintenance.clock.monotonic_ms() + HOUSEKEEPING_TIMEOUT_MS
+        deadline = self._port.monotonic_ms() + HOUSEKEEPING_TIMEOUT_MS
         wire_topic = wrap(self.producer.options.namespace, topic)  # topics= are the user's
         try:
-            route = await maintenance.routes.get(wire_topic, deadline)
+            route = await self._port.route(wire_topic, deadline)
         except ProducerError as exc:
             log.warning("%s: no route for %r to announce the group on: %s", self.group, topic, exc)
             return

@@ -114,6 +114,41 @@ async def test_a2_the_counter_survives_the_hand_over_to_a_task(
     assert len(cluster.unique_msg_ids(TOPIC)) == 12  # nothing but the warm-up was stored
 
 
+def requests_served(cluster: DevClusterThread) -> int:
+    """Every request the brokers have read (sends, heartbeats, unregisters)."""
+    return sum(int(cluster.broker_status(name)["requests"]) for name in BROKERS)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # only asyncio starts task-less
+@pytest.mark.parametrize(("retries", "attempts"), [(0, 1), (1, 2), (2, 3)])
+async def test_a2_the_brokers_serve_no_more_attempts_than_allowed_across_the_hand_over(
+    cluster: DevClusterThread, retries: int, attempts: int
+) -> None:
+    """A2 judged by what the brokers served, not by the attempt history the send reports:
+    a task that counted afresh after the task-less first attempt would send one request
+    more than ``1 + retry_times_when_send_async_failed`` and still report that many."""
+    async with make_producer(
+        cluster,
+        batching=False,
+        retry_times_when_send_async_failed=retries,
+        retry_policy=RetryPolicy.default(),  # 14 is retried
+        heartbeat_interval_ms=3_600_000.0,  # after the first round, none while measured
+    ) as p:
+        warm = [await p.send(Message(TOPIC, b"warm")) for _ in range(12)]  # every queue
+        assert {r.queue.broker_name for r in warm} == set(BROKERS)
+        # The first heartbeat round (a fixed delay after start) must not land in the count:
+        # wait, yielding to the loop, until every broker has registered us.
+        while not all(p.client_id in cluster.clients(name) for name in BROKERS):
+            await anyio.lowlevel.checkpoint()
+        fault_all(cluster, FaultSpec(error_code=14))  # SERVICE_NOT_AVAILABLE
+        before = requests_served(cluster)
+        with pytest.raises(BrokerError) as info:
+            await p.send_async(Message(TOPIC, b"x"))
+        served = requests_served(cluster) - before
+    assert served == attempts, f"{served} requests served, {attempts} allowed"
+    assert len(info.value.attempts) == attempts
+
+
 @pytest.mark.parametrize(
     ("policy", "attempts"),
     [(RetryPolicy.java_4_9(), 1), (RetryPolicy.java_5_3(), 1), (RetryPolicy.default(), 3)],

@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from producer import Producer, TransactionProducer
+from producer._producer import sending_port
 from producer._transactions.checks import CheckFunction
 from producer.testing import DevClusterThread, TransactionConfig
 
@@ -93,8 +94,7 @@ def check_round(cluster: DevClusterThread, clock: SharedClock, ms: int = INTERVA
 async def barrier(tx: TransactionProducer, broker: str) -> None:
     """Return once ``broker`` has read every frame we wrote to it so far: a heartbeat on the
     same connection is answered after the oneway END_TRANSACTIONs before it."""
-    maintenance = tx.producer._maintenance
-    assert maintenance is not None
-    addr = maintenance.routes.broker_addrs().get(broker)
+    port = sending_port(tx.producer)
+    addr = port.broker_addr(broker)
     if addr is not None:  # a broker we never wrote to needs no barrier
-        await maintenance.heartbeat(addr)
+        await port.heartbeat(addr)
