@@ -112,6 +112,19 @@ class RouteTable:
             addrs.update(route.broker_addrs)
         return addrs
 
+    async def queue_in_turn(
+        self, topic: str, deadline_ms: float, turn: int
+    ) -> tuple[MessageQueue, str]:
+        """For a one-attempt sender (trace messages, replies): the ``turn``-th writable
+        queue of ``topic`` (the caller counts its turns) and its broker's address; a route
+        with none raises :class:`~producer.errors.NoRouteError`."""
+        route = await self.get(topic, deadline_ms)
+        queues = route.snapshot.queues
+        if not queues:
+            raise NoRouteError(topic, self.namesrv_addrs, "no writable queue")
+        queue = queues[turn % len(queues)]
+        return queue, route.broker_addrs[queue.broker_name]
+
     async def get(self, topic: str, deadline_ms: float) -> TopicRoute:
         """The cached route, or a lookup (shared with concurrent callers) within the deadline."""
         route = self._routes.get(topic)

@@ -20,7 +20,7 @@ from producer._remoting.reply import Reply, reply_send_command
 from producer._remoting.send_header import parse_send_response
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._send.result import SendResult
-from producer.errors import LocalProtocolError, NoRouteError, ReplyRefusedError
+from producer.errors import LocalProtocolError, ReplyRefusedError
 
 
 class Replier:
@@ -49,15 +49,10 @@ class Replier:
                 f"send_reply() takes what create_reply() returns, got {type(reply).__name__}"
             )
         deadline = self._clock.monotonic_ms() + timeout_ms
-        route = await self._routes.get(reply.topic, deadline)
-        queues = route.snapshot.queues
-        if not queues:
-            raise NoRouteError(reply.topic, self._routes.namesrv_addrs, "no writable queue")
-        queue = queues[next(self._turn) % len(queues)]
+        queue, addr = await self._routes.queue_in_turn(reply.topic, deadline, next(self._turn))
         wall = self._clock.wall_ms()
         uniq_key = self._uniq_keys.next_id(wall)
         command = reply_send_command(self.group, reply, uniq_key, queue.queue_id, wall)
-        addr = route.broker_addrs[queue.broker_name]
         remaining = max(deadline - self._clock.monotonic_ms(), 1.0)
         response = await self._client.invoke(addr, command, remaining)
         if response.code != ResponseCode.SUCCESS:

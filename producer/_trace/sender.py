@@ -19,7 +19,6 @@ from producer._remoting.message import Message
 from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._remoting.send_header import send_status_or_raise
 from producer._remoting.uniq_key import UniqKeyGenerator
-from producer.errors import NoRouteError
 
 #: Java's trace producer: ``send(message, callback, 5000)``.
 TRACE_SEND_TIMEOUT_MS = 5000.0
@@ -49,15 +48,10 @@ class TraceSender:
         """Store ``message`` on one queue of its topic (round robin); raises
         ``ProducerError`` when the broker refuses it or cannot be reached."""
         deadline = self._clock.monotonic_ms() + TRACE_SEND_TIMEOUT_MS
-        route = await self._routes.get(message.topic, deadline)
-        queues = route.snapshot.queues
-        if not queues:
-            raise NoRouteError(message.topic, self._routes.namesrv_addrs, "no writable queue")
-        queue = queues[next(self._turn) % len(queues)]
+        queue, addr = await self._routes.queue_in_turn(message.topic, deadline, next(self._turn))
         wall = self._clock.wall_ms()
         prepared = self._factory.prepare(message, self._uniq_keys.next_id(wall))
         request = build_send_request(prepared, queue, wall)
-        addr = route.broker_addrs[queue.broker_name]
         remaining = deadline - self._clock.monotonic_ms()
         response = await self._client.invoke(addr, request, max(remaining, 1.0))
         send_status_or_raise(response.code, response.remark)
