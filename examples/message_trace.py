@@ -22,7 +22,8 @@ from producer.testing import DevCluster
 
 
 async def main() -> None:
-    async with DevCluster(brokers=2, topics={"Orders": 4}) as cluster:
+    # Delay levels of 1 s (a real broker's first retry waits 10 s), so the retry is quick.
+    async with DevCluster(brokers=2, topics={"Orders": 4}, delay_levels="1s " * 18) as cluster:
         namesrv = cluster.namesrv_addr
         attempts: list[int] = []
         done = anyio.Event()

@@ -27,6 +27,7 @@ from producer._trace.dispatcher import TraceDispatcher, batches
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.errors import InvalidOptionError, RemoteProtocolError
 from producer.testing import DevClusterThread
+from tests.helpers.push import FAST_LEVELS
 from tests.protocol.golden import golden_dir
 
 pytestmark = pytest.mark.anyio
@@ -151,7 +152,8 @@ async def test_a_traced_producer_writes_a_pub_record_per_answered_send() -> None
 
 
 async def test_a_traced_consumer_writes_before_and_after_records_per_call() -> None:
-    with DevClusterThread(brokers=1, topics={"Orders": 1}, seed=3) as cluster:
+    topics = {"Orders": 1}  # delay levels of 100 ms: the retry comes back at once, not in 10 s
+    with DevClusterThread(brokers=1, topics=topics, seed=3, delay_levels=FAST_LEVELS) as cluster:
         async with Producer("P", cluster.namesrv_addr) as producer:
             sent = await producer.send(Message("Orders", b"x", keys="order-1"))
         calls: list[int] = []
