@@ -17,7 +17,7 @@ import struct
 from collections import deque
 from collections.abc import Sequence
 
-from benchmarks._raw_protocol import RawClientProtocol, stop_all
+from benchmarks._raw_protocol import RawClientProtocol, stop_all, whole_frames
 from producer._remoting.consumer_requests import PullParams, pull_request
 from producer._remoting.message import MessageQueue
 from producer._transport import parse_address
@@ -100,17 +100,11 @@ class _PullProtocol(RawClientProtocol):
     def data_received(self, data: bytes) -> None:
         buffer = self._buffer
         buffer += data
-        pos, size = 0, len(buffer)
-        while size - pos >= 8:
-            (length,) = _INT32.unpack_from(buffer, pos)
-            if size - pos - 4 < length:
-                break
-            (word,) = _INT32.unpack_from(buffer, pos + 4)
-            found, last = count_records(buffer, pos + 8 + (word & 0xFFFFFF), pos + 4 + length)
-            self._answered(found, last)
-            pos += 4 + length
-        if pos:
-            del buffer[:pos]
+        spans, used = whole_frames(buffer)
+        for start, end in spans:
+            self._answered(*count_records(buffer, start, end))
+        if used:
+            del buffer[:used]
         if self.running:
             self.fill()
         elif not self.outstanding and not self.drained.done():

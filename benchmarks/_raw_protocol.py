@@ -8,8 +8,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import struct
 from collections.abc import Sequence
 from typing import cast
+
+_INT32 = struct.Struct(">i")
 
 
 class RawClientProtocol(asyncio.Protocol):
@@ -45,6 +48,21 @@ class RawClientProtocol(asyncio.Protocol):
     def close(self) -> None:
         if self._transport is not None:
             self._transport.close()
+
+
+def whole_frames(buffer: bytearray) -> tuple[list[tuple[int, int]], int]:
+    """The whole frames at the front of ``buffer``: each one's body span ``(start, end)``
+    (past its header) and how many bytes they take (the caller deletes them after use)."""
+    spans: list[tuple[int, int]] = []
+    pos, size = 0, len(buffer)
+    while size - pos >= 8:
+        (length,) = _INT32.unpack_from(buffer, pos)
+        if size - pos - 4 < length:
+            break
+        (word,) = _INT32.unpack_from(buffer, pos + 4)
+        spans.append((pos + 8 + (word & 0xFFFFFF), pos + 4 + length))
+        pos += 4 + length
+    return spans, pos
 
 
 async def stop_all(protocols: Sequence[RawClientProtocol], timeout_s: float) -> None:

@@ -33,7 +33,7 @@ from collections import deque
 
 from benchmarks import _common as common
 from benchmarks._cluster import ClusterProcess
-from benchmarks._raw_protocol import RawClientProtocol
+from benchmarks._raw_protocol import RawClientProtocol, whole_frames
 from producer import Message, Producer
 from producer._remoting.consumer_requests import PullParams, pull_request
 from producer._remoting.message import MessageQueue
@@ -113,17 +113,12 @@ class _LongPoll(RawClientProtocol):
         now = _now_ms()
         buffer = self._buffer
         buffer += data
-        pos, size = 0, len(buffer)
-        while size - pos >= 8:
-            (length,) = _INT32.unpack_from(buffer, pos)
-            if size - pos - 4 < length:
-                break
-            (word,) = _INT32.unpack_from(buffer, pos + 4)
-            self._records(buffer, pos + 8 + (word & 0xFFFFFF), pos + 4 + length, now)
+        spans, used = whole_frames(buffer)
+        for start, end in spans:
+            self._records(buffer, start, end, now)
             self.outstanding.popleft()
-            pos += 4 + length
-        if pos:
-            del buffer[:pos]
+        if used:
+            del buffer[:used]
         self.fill()
 
     def _records(self, payload: bytearray, start: int, end: int, now: float) -> None:
