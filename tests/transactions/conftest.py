@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from producer import Producer, TransactionProducer
+from producer import Producer, TransactionProducer, TransactionState
 from producer._producer import sending_port
 from producer._transactions.checks import CheckFunction
 from producer.testing import DevClusterThread, TransactionConfig
@@ -23,6 +23,11 @@ START_MS = 1_795_636_521_000  # the recording's epoch, give or take
 TIMEOUT_MS = 1000
 INTERVAL_MS = 1000
 CHECK_MAX = 3
+COMMIT, ROLLBACK, UNKNOWN = (
+    TransactionState.COMMIT,
+    TransactionState.ROLLBACK,
+    TransactionState.UNKNOWN,
+)
 
 
 class SharedClock:

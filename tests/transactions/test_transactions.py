@@ -13,7 +13,10 @@ from producer.errors import TransactionError
 from producer.testing import DevClusterThread, FaultSpec
 from tests.transactions.conftest import (
     CHECK_MAX,
+    COMMIT,
+    ROLLBACK,
     TOPIC,
+    UNKNOWN,
     SharedClock,
     barrier,
     check_round,
@@ -23,11 +26,6 @@ from tests.transactions.conftest import (
 pytestmark = pytest.mark.anyio
 
 HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
-COMMIT, ROLLBACK, UNKNOWN = (
-    TransactionState.COMMIT,
-    TransactionState.ROLLBACK,
-    TransactionState.UNKNOWN,
-)
 
 
 def visible(cluster: DevClusterThread) -> list[bytes]:

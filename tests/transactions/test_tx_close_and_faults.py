@@ -12,7 +12,10 @@ from producer.errors import ProducerError
 from producer.testing import DevClusterThread, FaultSpec
 from tests.transactions.conftest import (
     CHECK_MAX,
+    COMMIT,
+    ROLLBACK,
     TOPIC,
+    UNKNOWN,
     SharedClock,
     barrier,
     check_round,
@@ -21,11 +24,6 @@ from tests.transactions.conftest import (
 
 pytestmark = pytest.mark.anyio
 
-COMMIT, ROLLBACK, UNKNOWN = (
-    TransactionState.COMMIT,
-    TransactionState.ROLLBACK,
-    TransactionState.UNKNOWN,
-)
 CLOSE_MS = 300
 
 

@@ -18,9 +18,12 @@ from producer import Message, TransactionProducer, TransactionState
 from producer.consumer import ReceivedMessage
 from producer.testing import DevClusterThread, TransactionConfig
 from tests.transactions.conftest import (
+    COMMIT,
     INTERVAL_MS,
+    ROLLBACK,
     TIMEOUT_MS,
     TOPIC,
+    UNKNOWN,
     SharedClock,
     barrier,
     check_round,
@@ -29,11 +32,6 @@ from tests.transactions.conftest import (
 
 pytestmark = pytest.mark.anyio
 
-COMMIT, ROLLBACK, UNKNOWN = (
-    TransactionState.COMMIT,
-    TransactionState.ROLLBACK,
-    TransactionState.UNKNOWN,
-)
 ROUNDS_AFTER = 6  # check rounds run after a transaction ended: no copy may commit again
 
 

@@ -6,14 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from producer import TransactionState
 from producer._transactions.ledger import CheckStep, HalfCopy, TransactionLedger
+from tests.transactions.conftest import COMMIT, ROLLBACK, UNKNOWN
 
-COMMIT, ROLLBACK, UNKNOWN = (
-    TransactionState.COMMIT,
-    TransactionState.ROLLBACK,
-    TransactionState.UNKNOWN,
-)
 KEY = "K1"
 ORIGINAL, COPY1, COPY2, COPY3 = (HalfCopy(100 * n, n) for n in (1, 2, 3, 4))
 
