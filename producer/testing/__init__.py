@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from producer.testing._faults import FaultSpec, FaultSpecError
     from producer.testing._store import StoredMessage, TopicConfig
     from producer.testing._thread import DevClusterThread
-    from producer.testing._transactions import TransactionConfig
+    from producer.testing._transaction_config import TransactionConfig
 
 # Imported on first use: the pytest plugin (this package's, loaded on every pytest start
 # of every user) must not pay for the whole dev cluster until a test asks for it.
@@ -40,7 +40,7 @@ _HOMES = {
     "FaultSpecError": "producer.testing._faults",
     "StoredMessage": "producer.testing._store",
     "TopicConfig": "producer.testing._store",
-    "TransactionConfig": "producer.testing._transactions",
+    "TransactionConfig": "producer.testing._transaction_config",
     "parse_topics": "producer.testing._cluster",
 }
 

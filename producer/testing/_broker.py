@@ -71,7 +71,8 @@ from producer.testing._store import (
     properties_length,
 )
 from producer.testing._timer import TIMER_TOPIC, TimerIllegal, TimerWheel, recall_handle
-from producer.testing._transactions import TransactionConfig, Transactions, op_batch_interval
+from producer.testing._transaction_config import TransactionConfig, op_batch_interval
+from producer.testing._transactions import Transactions
 
 __all__ = ["SEND_CODES", "Broker", "not_supported"]
 

@@ -11,8 +11,8 @@ import msgspec
 from producer._remoting.codes import ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer.testing._consume_side import ConsumeSide
+from producer.testing._producer_channels import ProducerChannels
 from producer.testing._server import Channel
-from producer.testing._transactions import ProducerChannels
 
 __all__ = ["answer_heartbeat", "answer_unregister"]
 

@@ -38,7 +38,7 @@ from producer.testing._store import (
     seed_batch,
 )
 from producer.testing._tls import server_tls
-from producer.testing._transactions import TransactionConfig
+from producer.testing._transaction_config import TransactionConfig
 
 __all__ = ["DevCluster", "broker_name", "parse_topics"]
 

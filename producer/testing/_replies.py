@@ -30,9 +30,9 @@ from producer._remoting.frame import encode_frame
 from producer._remoting.properties import PUSH_REPLY_TIME, REPLY_TO_CLIENT, decode_properties
 from producer._remoting.reply import encode_java_map
 from producer._remoting.send_header import SendMessageRequestHeader
+from producer.testing._producer_channels import ProducerChannels
 from producer.testing._server import Channel
 from producer.testing._store import BrokerStore, PendingMessage, StoredMessage, stored_size
-from producer.testing._transactions import ProducerChannels
 
 __all__ = ["ReplyPusher"]
 

@@ -28,10 +28,10 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
-from producer._remoting.codes import FLAG_ONEWAY, V5_0_0, RequestCode, ResponseCode
+from producer._remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame import encode_frame
 from producer._remoting.message_codec import (
@@ -53,7 +53,7 @@ from producer._remoting.store_record import encode_record
 from producer._remoting.transaction import TransactionState, parse_end_transaction
 from producer.errors import RemoteProtocolError
 from producer.testing._consume_fields import pulled_record
-from producer.testing._server import Channel
+from producer.testing._producer_channels import ProducerChannels
 from producer.testing._store import (
     PERM_READ,
     PERM_WRITE,
@@ -64,15 +64,13 @@ from producer.testing._store import (
     properties_length,
     stored_size,
 )
+from producer.testing._transaction_config import TransactionConfig
 
 __all__ = [
     "CHECK_MAX_TOPIC",
     "HALF_TOPIC",
     "OP_TOPIC",
-    "ProducerChannels",
-    "TransactionConfig",
     "Transactions",
-    "op_batch_interval",
 ]
 
 HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
@@ -81,8 +79,6 @@ CHECK_MAX_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"  # the spelling the broker really
 REMOVE_TAG = "d"  # TransactionalMessageUtil.REMOVETAG
 OFFSET_SEPARATOR = ","  # TransactionalMessageUtil.OFFSET_SEPARATOR (5.x op bodies)
 OP_MSG_MAX_SIZE = 4096  # BrokerConfig.transactionOpMsgMaxSize (5.x)
-#: BrokerConfig.transactionOpBatchInterval of 5.x (4.9.4 has no batching: 0).
-V5_OP_BATCH_INTERVAL_MS = 3000
 _TRANSACTION_BITS = TRANSACTION_ROLLBACK_TYPE  # 0xC: both transaction bits
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
 _HEADER = "org.apache.rocketmq.common.protocol.header.EndTransactionRequestHeader"
@@ -99,78 +95,6 @@ _NO_OFFSET = (
 )
 _NOT_FOUND = "Find prepared transaction message failed"
 _FRESH_REMARK = "not set any response code"  # a response's remark until someone sets one
-
-
-@dataclass(frozen=True)
-class TransactionConfig:
-    """``transactionTimeOut``, ``transactionCheckInterval``, ``transactionCheckMax``
-    (BrokerConfig of 4.9.4, with its defaults), and 5.x's ``transactionOpBatchInterval``
-    (``op_batch_interval_ms``; ``None``: as the broker's version does, 0 on 4.9.4 - each
-    op record written at once - and 3000 on 5.x)."""
-
-    timeout_ms: int = 6_000
-    interval_ms: int = 60_000
-    check_max: int = 15
-    op_batch_interval_ms: int | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("timeout_ms", "interval_ms"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"transaction {name} must be > 0, got {getattr(self, name)}")
-        if self.check_max < 0:
-            raise ValueError(f"transaction check_max must be >= 0, got {self.check_max}")
-        if self.op_batch_interval_ms is not None and self.op_batch_interval_ms < 0:
-            raise ValueError(f"op_batch_interval_ms must be >= 0, got {self.op_batch_interval_ms}")
-
-
-@dataclass
-class _Producer:
-    channel: Channel
-    groups: set[str] = field(default_factory=set)
-
-
-class ProducerChannels:
-    """``ProducerManager``: producer groups' clients and the connection each heartbeats on."""
-
-    def __init__(self) -> None:
-        self._clients: dict[str, _Producer] = {}
-        self._turn = itertools.count(1)
-
-    def heartbeat(self, client_id: str, groups: Iterable[str], channel: Channel) -> None:
-        known = self._clients.get(client_id)
-        if known is None or known.channel is not channel:
-            known = self._clients[client_id] = _Producer(
-                channel, set(known.groups if known else ())
-            )
-        known.groups.update(groups)
-
-    def unregister(self, client_id: str, group: str) -> None:
-        known = self._clients.get(client_id)
-        if known is not None:
-            known.groups.discard(group)
-            if not known.groups:
-                del self._clients[client_id]
-
-    def channel_closed(self, channel: Channel) -> None:
-        for client_id in [c for c, p in self._clients.items() if p.channel is channel]:
-            del self._clients[client_id]
-
-    def find(self, client_id: str) -> Channel | None:
-        """The channel ``client_id`` heartbeats on (``ProducerManager.findChannel``)."""
-        known = self._clients.get(client_id)
-        return None if known is None else known.channel
-
-    def groups(self) -> dict[str, set[str]]:
-        """Client id -> its producer groups."""
-        return {client_id: set(p.groups) for client_id, p in self._clients.items()}
-
-    def available(self, group: str) -> Channel | None:
-        """One open channel of ``group``, taking turns (``getAvailableChannel``)."""
-        channels = [p.channel for p in self._clients.values() if group in p.groups]
-        open_ones = [c for c in channels if c.is_open]
-        if not open_ones:
-            return None
-        return open_ones[next(self._turn) % len(open_ones)]
 
 
 @dataclass
@@ -450,13 +374,6 @@ class Transactions:
             ext_fields=fields,
             body=encode_record(pulled_record(shown)),
         )
-
-
-def op_batch_interval(config: TransactionConfig, broker_version: int) -> int:
-    """The op batching a broker of ``broker_version`` does, unless ``config`` sets it."""
-    if config.op_batch_interval_ms is not None:
-        return config.op_batch_interval_ms
-    return V5_OP_BATCH_INTERVAL_MS if broker_version >= V5_0_0 else 0
 
 
 def _wrong_end(half: StoredMessage, group: str, queue_offset: int) -> str | None:
