@@ -56,6 +56,12 @@ class ProcessQueue:
         """Last held offset minus first (Java's ``getMaxSpan``); 0 when empty."""
         return self._offsets[-1] - self._offsets[0] if self._offsets else 0
 
+    def span_to(self, last: int) -> int:
+        """The span once messages up to offset ``last`` are held too (``last`` < 0: none)."""
+        if not self._offsets:
+            return 0
+        return max(self._offsets[-1], last) - self._offsets[0]
+
     def put(self, messages: Iterable[ReceivedMessage]) -> list[ReceivedMessage]:
         """Hold newly pulled messages; returns those not already held (a re-pull after an
         offset reset can bring back offsets still in flight)."""
