@@ -66,15 +66,21 @@ class ProcessQueue:
         """Hold newly pulled messages; returns those not already held (a re-pull after an
         offset reset can bring back offsets still in flight)."""
         added: list[ReceivedMessage] = []
+        held, offsets, body_bytes = self._messages, self._offsets, self.body_bytes
         for message in messages:
             offset = message.queue_offset
-            if offset in self._messages:
+            if offset in held:
                 continue
-            self._messages[offset] = message
-            bisect.insort(self._offsets, offset)
-            self.body_bytes += len(message.body)
-            self.queue_offset_max = max(self.queue_offset_max, offset)
+            held[offset] = message
+            if not offsets or offset > offsets[-1]:
+                offsets.append(offset)  # a pull's messages come in offset order
+            else:
+                bisect.insort(offsets, offset)
+            body_bytes += len(message.body)
             added.append(message)
+        self.body_bytes = body_bytes
+        if offsets:
+            self.queue_offset_max = max(self.queue_offset_max, offsets[-1])
         return added
 
     def head(self, count: int) -> list[ReceivedMessage]:
