@@ -100,14 +100,30 @@ class FlowLimits:
     max_span: int = 2000  # concurrent consumption only
 
 
-def flow_blocked(queue: ProcessQueue, limits: FlowLimits, *, orderly: bool) -> str | None:
-    """Why the next pull of ``queue`` must wait, or ``None`` when it may go."""
-    if len(queue) > limits.max_messages:
-        return f"{len(queue)} messages held > {limits.max_messages}"
-    if queue.body_bytes > limits.max_bytes:
-        return f"{queue.body_bytes} body bytes held > {limits.max_bytes}"
-    if not orderly and queue.span > limits.max_span:
-        return f"offset span {queue.span} > {limits.max_span}"
+def flow_blocked(
+    queue: ProcessQueue,
+    limits: FlowLimits,
+    *,
+    orderly: bool,
+    coming: int = 0,
+    coming_bytes: int = 0,
+    coming_last: int = -1,
+) -> str | None:
+    """Why the next pull of ``queue`` must wait, or ``None`` when it may go
+    (``DefaultMQPushConsumerImpl.pullMessage``'s flow control, docs/consuming.md 2.4).
+
+    ``coming``: up to this many messages (``coming_bytes`` of records, the last at offset
+    ``coming_last``) have arrived and are not held yet; a pull sent ahead of them counts
+    them as held, so the pipeline holds no more than a pull sent after them would
+    (docs/consuming.md 2.13)."""
+    held = len(queue) + coming
+    if held > limits.max_messages:
+        return f"{held} messages held > {limits.max_messages}"
+    if queue.body_bytes + coming_bytes > limits.max_bytes:
+        return f"{queue.body_bytes + coming_bytes} body bytes held > {limits.max_bytes}"
+    span = queue.span_to(coming_last)
+    if not orderly and span > limits.max_span:
+        return f"offset span {span} > {limits.max_span}"
     return None
 
 

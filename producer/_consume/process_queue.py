@@ -56,19 +56,31 @@ class ProcessQueue:
         """Last held offset minus first (Java's ``getMaxSpan``); 0 when empty."""
         return self._offsets[-1] - self._offsets[0] if self._offsets else 0
 
+    def span_to(self, last: int) -> int:
+        """The span once messages up to offset ``last`` are held too (``last`` < 0: none)."""
+        if not self._offsets:
+            return 0
+        return max(self._offsets[-1], last) - self._offsets[0]
+
     def put(self, messages: Iterable[ReceivedMessage]) -> list[ReceivedMessage]:
         """Hold newly pulled messages; returns those not already held (a re-pull after an
         offset reset can bring back offsets still in flight)."""
         added: list[ReceivedMessage] = []
+        held, offsets, body_bytes = self._messages, self._offsets, self.body_bytes
         for message in messages:
             offset = message.queue_offset
-            if offset in self._messages:
+            if offset in held:
                 continue
-            self._messages[offset] = message
-            bisect.insort(self._offsets, offset)
-            self.body_bytes += len(message.body)
-            self.queue_offset_max = max(self.queue_offset_max, offset)
+            held[offset] = message
+            if not offsets or offset > offsets[-1]:
+                offsets.append(offset)  # a pull's messages come in offset order
+            else:
+                bisect.insort(offsets, offset)
+            body_bytes += len(message.body)
             added.append(message)
+        self.body_bytes = body_bytes
+        if offsets:
+            self.queue_offset_max = max(self.queue_offset_max, offsets[-1])
         return added
 
     def head(self, count: int) -> list[ReceivedMessage]:

@@ -6,6 +6,7 @@ Every call goes through the shared :class:`~producer._client.remoting.RemotingCl
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from dataclasses import dataclass
@@ -224,6 +225,17 @@ class BrokerApi:
         addr = self.addr(params.queue.broker_name)
         response = await self.client.invoke(addr, pull_request(params), timeout_ms)
         return parse_pull_response(response)
+
+    def start_pull(
+        self, params: PullParams, timeout_ms: float
+    ) -> asyncio.Future[RemotingCommand | None] | None:
+        """The PULL_MESSAGE sent now, its answer a loop future (read it with
+        ``parse_pull_response``), if the broker's connection is open and starts requests
+        (asyncio); ``None`` otherwise, and nothing is sent."""
+        connection = self.client.startable(self.addr(params.queue.broker_name))
+        if connection is None:
+            return None
+        return self.client.start(connection, pull_request(params), timeout_ms)
 
     # -- retries -------------------------------------------------------------------------
 

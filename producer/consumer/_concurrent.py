@@ -99,10 +99,12 @@ class ConcurrentConsumption(Consumption):
                 good.append(message)
             else:
                 batches.append([message])
-        batches += [good[start : start + size] for start in range(0, len(good), size)]
-        for batch in batches:
-            self._tasks.enter()
-            self._pending.append((pq, batch))
+        if size == 1:
+            batches += [[message] for message in good]
+        else:
+            batches += [good[start : start + size] for start in range(0, len(good), size)]
+        self._tasks.enter(len(batches))
+        self._pending.extend([(pq, batch) for batch in batches])
         self._staff()
 
     def _staff(self) -> None:

@@ -369,10 +369,10 @@ class InFlight:
         self._idle = anyio.Event()
         self._idle.set()
 
-    def enter(self) -> None:
-        if self.count == 0:
+    def enter(self, count: int = 1) -> None:
+        if self.count == 0 and count:
             self._idle = anyio.Event()
-        self.count += 1
+        self.count += count
 
     def leave(self) -> None:
         self.count -= 1

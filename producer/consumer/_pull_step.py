@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from producer._consume.message import ReceivedMessage, decode_pulled
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
-from producer._remoting.consumer_requests import PullParams, PullStatus
+from producer._remoting.consumer_requests import PullParams, PullResult, PullStatus
 from producer._remoting.message import MessageQueue
 from producer._remoting.namespace import unwrap
 from producer._remoting.subscription import Subscription
@@ -33,7 +33,16 @@ from producer.errors import OffsetOutOfRangeError, UndecodableBodyError
 
 log = logging.getLogger("producer.consumer")
 
-__all__ = ["Answer", "PullRequest", "Pulled", "decode_records", "pull", "pull_once"]
+__all__ = [
+    "Answer",
+    "PullRequest",
+    "Pulled",
+    "decode_records",
+    "pull",
+    "pull_once",
+    "pull_params",
+    "read_answer",
+]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024  # an inflated body larger than this is refused
 PULL_RPC_MARGIN_MS = 15_000.0  # the RPC outlives the broker's hold by this much
@@ -84,8 +93,7 @@ class Answer:
     records: bytes = b""  # a FOUND answer's records, undecoded, when the reader asked so
 
 
-async def pull(
-    api: BrokerApi,
+def pull_params(
     ask: PullRequest,
     queue: MessageQueue,
     offset: int,
@@ -93,10 +101,9 @@ async def pull(
     *,
     commit_offset: int = 0,
     sub_version: int = 0,
-) -> Answer:
-    """One pull of ``queue`` from ``offset``; a broker's or a decoding error raises (a
-    :class:`~producer.errors.ProducerError`)."""
-    params = PullParams(
+) -> PullParams:
+    """The PULL_MESSAGE of ``queue`` from ``offset`` that ``ask`` describes."""
+    return PullParams(
         group=ask.group,
         queue=queue,
         offset=offset,
@@ -109,7 +116,31 @@ async def pull(
         expression=subscription.expression if ask.carry_subscription else None,
         expression_type=subscription.expression_type,
     )
-    result = await api.pull(params, ask.timeout_ms)
+
+
+async def pull(
+    api: BrokerApi,
+    ask: PullRequest,
+    queue: MessageQueue,
+    offset: int,
+    subscription: Subscription,
+    *,
+    commit_offset: int = 0,
+    sub_version: int = 0,
+) -> Answer:
+    """One pull of ``queue`` from ``offset``; a broker's or a decoding error raises (a
+    :class:`~producer.errors.ProducerError`)."""
+    params = pull_params(
+        ask, queue, offset, subscription, commit_offset=commit_offset, sub_version=sub_version
+    )
+    return read_answer(ask, queue, subscription, await api.pull(params, ask.timeout_ms))
+
+
+def read_answer(
+    ask: PullRequest, queue: MessageQueue, subscription: Subscription, result: PullResult
+) -> Answer:
+    """A pull's result as the reader asked it: a FOUND answer's records decoded into
+    messages (user's topic, exact tags), or left as they came (``ask.decode`` false)."""
     messages: list[ReceivedMessage] = []
     if result.status is PullStatus.FOUND and not ask.decode:  # tags, bodies: the reader's
         return Answer(

@@ -177,7 +177,8 @@ class PushConsumer(AsyncLifecycle):
 
     @property
     def stats(self) -> dict[str, int]:
-        """Counters so far: messages consumed, sent back for retry, in flight, and more."""
+        """Counters so far: messages consumed, sent back for retry, in flight, and more
+        (``flow_waits``: pulls of the queues held now that flow control delayed)."""
         r = self._running
         return {
             "consumed": 0 if r is None else r.consumption.consumed,
@@ -186,6 +187,7 @@ class PushConsumer(AsyncLifecycle):
             "held": sum(len(w.pq) for w in self._workers.values()),
             "duplicates_dropped": 0 if r is None else r.call.duplicates,
             "lag": sum(w.lag() for w in self._workers.values()),
+            "flow_waits": sum(w.flow_waits for w in self._workers.values()),
         }
 
     async def start(self) -> None:

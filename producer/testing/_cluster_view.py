@@ -119,6 +119,11 @@ class ClusterView:
         consume = self._broker(broker).consume
         return consume.locks.snapshot(consume.now_ms())
 
+    def held_pulls(self, broker: str) -> dict[str, dict[int, list[int]]]:
+        """The pulls ``broker`` holds (long polling), by the queue offset each asks for:
+        ``{topic: {queue_id: [offset, ...]}}``."""
+        return self._broker(broker).consume.held_pulls()
+
     @property
     def delay_levels(self) -> DelayLevels:
         """The brokers' delay levels (``messageDelayLevel``), as given to the constructor."""

@@ -157,6 +157,10 @@ class ConsumeSide:
 
     # -- dispatch ------------------------------------------------------------------------
 
+    def held_pulls(self) -> dict[str, dict[int, list[int]]]:
+        """The offsets the pulls held now ask for: ``{topic: {queue_id: [offset, ...]}}``."""
+        return self._held.snapshot()
+
     def process(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         """The answer to a consumer request, or ``None`` for a pull held for long polling."""
         try:

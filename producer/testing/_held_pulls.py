@@ -32,6 +32,15 @@ class HeldPulls:
     def hold(self, topic: str, queue_id: int, pull: HeldPull) -> None:
         self._held.setdefault((topic, queue_id), []).append(pull)
 
+    def snapshot(self) -> dict[str, dict[int, list[int]]]:
+        """The queue offsets the held pulls ask for: ``{topic: {queue_id: [offset, ...]}}``."""
+        view: dict[str, dict[int, list[int]]] = {}
+        for (topic, queue_id), held in self._held.items():
+            if held:
+                asked = [int((h.request.ext_fields or {})["queueOffset"]) for h in held]
+                view.setdefault(topic, {})[queue_id] = asked
+        return view
+
     def take(self, topic: str, queue_id: int) -> list[HeldPull]:
         """The pulls held on a queue a message just arrived in, released."""
         return self._held.pop((topic, queue_id), [])

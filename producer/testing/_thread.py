@@ -204,6 +204,10 @@ class DevClusterThread(ClosesOnExit):
         """Orderly consumers' queue locks on ``broker``: ``{group: {queue: client_id}}``."""
         return self._query(lambda: self.cluster.queue_locks(broker))
 
+    def held_pulls(self, broker: str) -> dict[str, dict[int, list[int]]]:
+        """The pulls ``broker`` holds (long polling): ``{topic: {queue_id: [offset, ...]}}``."""
+        return self._query(lambda: self.cluster.held_pulls(broker))
+
     def broker_status(self, name: str) -> dict[str, Any]:
         """A JSON-ready summary of one broker (what ``GET /brokers`` lists)."""
         return self._query(lambda: self.cluster.broker_status(name))

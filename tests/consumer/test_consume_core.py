@@ -158,6 +158,20 @@ def test_flow_control_limits() -> None:
     assert flow_blocked(pq, FlowLimits(max_span=4), orderly=True) is None
 
 
+def test_a_pull_ahead_counts_the_batch_arriving_as_held() -> None:
+    """docs/consuming.md 2.13: the arriving answer's messages, bytes and last offset count."""
+    pq = ProcessQueue(Q)
+    pq.put([message(0, b"abc"), message(5, b"de")])  # 2 held, 5 bytes, span 5
+    limits = FlowLimits(max_messages=4, max_bytes=10, max_span=8)
+    assert flow_blocked(pq, limits, orderly=False, coming=2, coming_bytes=5, coming_last=8) is None
+    assert "3 messages" not in (flow_blocked(pq, limits, orderly=False, coming=3) or "")
+    assert "5 messages" in (flow_blocked(pq, limits, orderly=False, coming=3) or "")
+    assert "11 body bytes" in (flow_blocked(pq, limits, orderly=False, coming_bytes=6) or "")
+    assert "span 9" in (flow_blocked(pq, limits, orderly=False, coming_last=9) or "")
+    assert flow_blocked(pq, limits, orderly=True, coming_last=9) is None
+    assert ProcessQueue(Q).span_to(9) == 0  # nothing held: no span yet
+
+
 def test_default_delay_levels_and_the_retry_schedule() -> None:
     levels = parse_delay_levels()
     assert levels.max_level == 18
