@@ -70,11 +70,12 @@ async def test_the_next_pull_waits_at_the_broker_while_the_listener_holds_a_batc
     assert seen == [0, 1, 2]
 
 
+# asyncio only: on trio a request leaves at a task switch, so the next pull follows the
+# hand-over there (docs/consuming.md 2.13) and there is no pull ahead to observe.
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_the_next_pull_leaves_before_the_answer_is_decoded(
     cluster: DevClusterThread, anyio_backend: str
 ) -> None:
-    if anyio_backend == "trio":
-        pytest.skip("on trio a request leaves at a task switch: the pull follows the hand-over")
     held_while_decoding: list[list[int]] = []
 
     def import_module(name: str) -> ModuleType:
