@@ -32,7 +32,6 @@ from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._reply.replier import Replier
 from producer._reply.requester import Requester
 from producer._send.backpressure import InFlightLimiter
-from producer._send.batch_sends import batchable
 from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
 from producer._send.options import DEFAULT_OPTIONS as _D
@@ -45,6 +44,7 @@ from producer._send.running import Parts, Running, start_running
 from producer._send.sender import SendJob
 from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
+from producer._send.transparent_batching import batchable
 from producer._trace.dispatcher import TraceDispatcher, trace_group
 from producer._trace.records import PublishTrace, trace_topic
 from producer._trace.sender import TraceSender

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 
-from producer._send.async_sends import Spawn
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture, closed_error, settle
 from producer._send.plan import Finish, Retry, SendPlan
+from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender, SendJob
 from producer._send.tracker import SendTracker
 

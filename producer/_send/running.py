@@ -21,17 +21,16 @@ from producer._client.upkeep import Maintenance
 from producer._remoting.acl import RequestSigner
 from producer._remoting.requests import SendRequestFactory
 from producer._send.async_runner import AsyncSendRunner
-from producer._send.async_sends import AsyncSends
 from producer._send.attempt import AnswerObserver
 from producer._send.backpressure import InFlightLimiter
-from producer._send.batch_sends import BatchSends
 from producer._send.hooks import HookRunner
-from producer._send.options import ProducerOptions
-from producer._send.planner import Planner
+from producer._send.options import Planner, ProducerOptions
+from producer._send.send_tasks import AsyncSends
 from producer._send.sender import Sender
 from producer._send.telemetry import Telemetry
 from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
+from producer._send.transparent_batching import BatchSends
 from producer._transport import ConnectionPool, Connector, Runtime
 
 

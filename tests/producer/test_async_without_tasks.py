@@ -53,7 +53,7 @@ LONE = """
 import asyncio, sys
 from benchmarks._cluster import ClusterProcess
 from producer import Message, Producer
-from producer._send.batching import Accumulator
+from producer._send.accumulator import Accumulator
 
 flushes = []  # every turn's flush: a turn was opened, so a group could form
 flush = Accumulator.flush
