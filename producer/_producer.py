@@ -31,12 +31,13 @@ from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._reply.replier import Replier
 from producer._reply.requester import Requester
+from producer._send.attempt import Outcome
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
 from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import CompressType, ProducerOptions, Routing
-from producer._send.plan import SendMode
+from producer._send.plan import Retry, SendMode
 from producer._send.port import ProducerPort
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
@@ -321,8 +322,29 @@ class Producer(AsyncLifecycle):
             joined = batching.send(prepared, message, budget)
             if joined is not None:
                 return await joined
+        # The lone send runs in this one coroutine, straight to the connection's future
+        # (Sender.start_lone); a retry, or what needs a task, goes on in Sender.run.
         job = SendJob(prepared, message, order_key)
-        return _answered(await self._run(running, job, SendMode.SYNC, budget))
+        plan = running.planner.plan(SendMode.SYNC, budget, keyed=order_key is not None)
+        sender, ticket = running.sender, self._tracker.begin()
+        try:
+            first = sender.start_lone(job, plan)
+            if isinstance(first, SendJob):
+                return _answered(await sender.run(first, plan))
+            assert first.waiter is not None, "a started attempt has its future"
+            try:
+                outcome: Outcome = await first.waiter
+            except ProducerError as exc:
+                outcome = exc
+            except BaseException:  # cancelled: the attempt is over without an outcome
+                sender.abandon_lone(first)
+                raise
+            settled = sender.settle_lone(first, outcome)
+            if isinstance(settled, Retry):
+                settled = await sender.resume_lone(first, settled)
+            return _answered(settled)
+        finally:
+            self._tracker.end(ticket)
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout_ms: float | None = None
