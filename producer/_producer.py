@@ -45,7 +45,6 @@ from producer._send.running import Parts, Running, start_running
 from producer._send.sender import SendJob
 from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
-from producer._send.transparent_batching import batchable
 from producer._trace.dispatcher import TraceDispatcher, trace_group
 from producer._trace.records import PublishTrace, trace_topic
 from producer._trace.sender import TraceSender
@@ -318,7 +317,7 @@ class Producer(AsyncLifecycle):
         if message.timed:
             await running.timer.check(message, budget, prepared.topic)
         batching = running.batching
-        if batching is not None and order_key is None and batchable(prepared, message):
+        if batching is not None and order_key is None:
             joined = batching.send(prepared, message, budget)
             if joined is not None:
                 return await joined
@@ -388,11 +387,7 @@ class Producer(AsyncLifecycle):
             )
             return future
         batching = running.batching
-        if (
-            batching is not None
-            and batchable(prepared, message)
-            and batching.send_async(prepared, message, budget, future)
-        ):
+        if batching is not None and batching.send_async(prepared, message, budget, future):
             return future
         self._start_async(running, message, prepared, budget, future)
         return future
