@@ -21,7 +21,9 @@ from producer._client.keywords import Keyword, dataclass_keywords
 from producer._remoting.codecs import Codec
 from producer._remoting.message_codec import DEFAULT_COMPRESS_LEVEL, DEFAULT_COMPRESS_THRESHOLD
 from producer._remoting.namespace import check_namespace
+from producer._remoting.requests import SendRequestFactory
 from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMER_MAX_DELAY_MS
+from producer._send.backpressure import InFlightLimiter
 from producer._send.plan import SendMode, SendPlan, max_attempts
 from producer._send.retry_policy import RetryPolicy
 from producer.errors import InvalidOptionError, LocalProtocolError
@@ -136,6 +138,24 @@ class ProducerOptions:
     def codec(self) -> Codec:
         """The compression codec ``compress_type`` names."""
         return _CODECS[self.compress_type]
+
+    def request_factory(self, group: str) -> SendRequestFactory:
+        """The encoder of ``group``'s send requests, with these size and compression
+        settings."""
+        return SendRequestFactory(
+            group,
+            compress_threshold=self.compress_over,
+            compress_level=self.compress_level,
+            compress_codec=self.codec,
+            max_message_size=self.max_message_size,
+            namespace=self.namespace,
+        )
+
+    def in_flight_limiter(self) -> InFlightLimiter:
+        """The backpressure these limits ask for (A7)."""
+        return InFlightLimiter(
+            self.max_in_flight, self.max_in_flight_bytes, fail_fast=self.backpressure == "fail"
+        )
 
     @classmethod
     def keywords(cls) -> Mapping[str, Keyword]:

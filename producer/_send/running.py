@@ -18,6 +18,7 @@ from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._client.upkeep import Maintenance
+from producer._lifecycle import exit_noting_cancel
 from producer._remoting.acl import RequestSigner
 from producer._remoting.requests import SendRequestFactory
 from producer._send.async_runner import AsyncSendRunner
@@ -68,6 +69,22 @@ class Running:
     async_runner: AsyncSendRunner
     batching: BatchSends | None  # None: options.batching is off
 
+    async def stop(self, close_timeout_ms: float) -> BaseException | None:
+        """Take it all down (its send tasks cancelled already: ``async_sends.cancel_all``),
+        in this order: the task group (upkeep and what runs in it), the sends still
+        waiting for a batch (ProducerClosedError), the brokers told we leave (within
+        ``close_timeout_ms``), the pool. Returns the cancellation its caller received
+        meanwhile, if any, for it to raise once closed."""
+        self.tg.cancel_scope.cancel()
+        cancelled = await exit_noting_cancel(self.tg)
+        if self.batching is not None:
+            self.batching.fail_pending()
+        with anyio.move_on_after(close_timeout_ms / 1000.0, shield=True):
+            await self.maintenance.unregister_all()
+        # Not wrapped in a scope of ours: the pool exits the connector's task group, which
+        # was entered before any scope opened here (trio insists on that order).
+        return await exit_noting_cancel(self.pool) or cancelled
+
 
 async def start_running(
     parts: Parts, runtime: Runtime, connector: Connector, clock: Clock
@@ -101,7 +118,11 @@ async def start_running(
     await tg.__aenter__()
     async_sends = AsyncSends(tg, loop=runtime.asyncio_loop)
     runner = AsyncSendRunner(
-        sender=sender, spawn=async_sends.spawn, limiter=parts.limiter, tracker=parts.tracker
+        sender=sender,
+        planner=planner,
+        spawn=async_sends.spawn,
+        limiter=parts.limiter,
+        tracker=parts.tracker,
     )
     maintenance.start(tg)
     batching = _batching(parts, sender, planner, clock, async_sends, runner, runtime)
