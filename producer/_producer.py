@@ -187,7 +187,6 @@ class Producer(AsyncLifecycle):
             uniq_keys=self._uniq_keys,
             open_running=self._open,
             prepare=self._prepared,
-            run=self._run,
         )
 
     def _reply_ends(self) -> RequestReply:
@@ -306,7 +305,7 @@ class Producer(AsyncLifecycle):
         prepared = self._factory.prepare_batch(traced, keys)
         job = SendJob(prepared, messages[0])
         budget = running.planner.budget_ms(timeout_ms)
-        return _answered(await self._run(running, job, SendMode.SYNC, budget))
+        return _answered(await running.run(job, SendMode.SYNC, budget))
 
     def send_async(
         self,
@@ -350,7 +349,7 @@ class Producer(AsyncLifecycle):
         budget = running.planner.budget_ms(timeout_ms)
         if message.timed:
             await running.timer.check(message, budget, prepared.topic)
-        await self._run(running, SendJob(prepared, message), SendMode.ONEWAY, budget)
+        await running.run(SendJob(prepared, message), SendMode.ONEWAY, budget)
 
     # -- request-reply ----------------------------------------------------------------
 
@@ -420,30 +419,6 @@ class Producer(AsyncLifecycle):
         """The message's own ``msg_id`` (a resend keeps it), else a fresh one."""
         return message.msg_id or self._uniq_keys.next_id(self._clock.wall_ms())
 
-    async def _run(
-        self,
-        running: Running,
-        job: SendJob,
-        mode: SendMode,
-        budget_ms: float,
-        *,
-        certain_retries_only: bool = False,
-    ) -> SendResult | None:
-        plan = running.planner.plan(
-            mode,
-            budget_ms,
-            keyed=job.order_key is not None,
-            certain_retries_only=certain_retries_only,
-        )
-        sender = running.sender
-        # An awaited send's first attempt runs in this coroutine when it can (run_direct)
-        run = sender.run_direct if mode is SendMode.SYNC else sender.run
-        ticket = self._tracker.begin()
-        try:
-            return await run(job, plan)
-        finally:
-            self._tracker.end(ticket)
-
     def __repr__(self) -> str:
         return (
             f"Producer(group={self.group!r}, state={self.state.value}, "
@@ -454,9 +429,7 @@ class Producer(AsyncLifecycle):
 def sending_port(producer: Producer) -> ProducerPort:
     """The internal sending interface ``producer`` offers the clients built on it (the
     transactional producer), in place of its private members."""
-    return ProducerPort(
-        producer.group, open_running=producer._open, prepare=producer._prepared, run=producer._run
-    )
+    return ProducerPort(producer.group, open_running=producer._open, prepare=producer._prepared)
 
 
 def _answered(result: SendResult | None) -> SendResult:

@@ -21,7 +21,6 @@ from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._reply.replier import Replier
 from producer._reply.requester import Requester
 from producer._send.plan import SendMode
-from producer._send.port import RunSend
 from producer._send.result import SendResult
 from producer._send.running import Running
 from producer._send.sender import SendJob
@@ -35,7 +34,7 @@ Prepare = Callable[[Message], PreparedMessage]
 class RequestReply:
     """The request-reply ends of one started producer (see the module's docstring)."""
 
-    __slots__ = ("_open", "_prepare", "_run", "replier", "requester")
+    __slots__ = ("_open", "_prepare", "replier", "requester")
 
     def __init__(
         self,
@@ -48,7 +47,6 @@ class RequestReply:
         uniq_keys: UniqKeyGenerator,
         open_running: OpenRunning,
         prepare: Prepare,
-        run: RunSend,
     ) -> None:
         client, routes = running.maintenance.client, running.maintenance.routes
         self.requester = Requester(
@@ -65,7 +63,6 @@ class RequestReply:
         )
         self._open = open_running
         self._prepare = prepare
-        self._run = run
 
     async def ask(self, message: Message, timeout_ms: float) -> ReceivedMessage:
         """``message`` sent as a request; its reply, within ``timeout_ms``."""
@@ -78,7 +75,7 @@ class RequestReply:
             request = msgspec.structs.replace(
                 prepared, properties=properties_of(prepared.properties)
             )
-            return await self._run(running, SendJob(request, message), SendMode.SYNC, budget_ms)
+            return await running.run(SendJob(request, message), SendMode.SYNC, budget_ms)
 
         return await self.requester.ask(prepared.topic, timeout_ms, send)
 

@@ -26,8 +26,10 @@ from producer._send.attempt import AnswerObserver
 from producer._send.backpressure import InFlightLimiter
 from producer._send.hooks import HookRunner
 from producer._send.options import Planner, ProducerOptions
+from producer._send.plan import SendMode
+from producer._send.result import SendResult
 from producer._send.send_tasks import AsyncSends
-from producer._send.sender import Sender
+from producer._send.sender import Sender, SendJob
 from producer._send.telemetry import Telemetry
 from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
@@ -68,6 +70,33 @@ class Running:
     async_sends: AsyncSends
     async_runner: AsyncSendRunner
     batching: BatchSends | None  # None: options.batching is off
+    tracker: SendTracker  # the producer's flush tickets
+
+    async def run(
+        self,
+        job: SendJob,
+        mode: SendMode,
+        budget_ms: float,
+        *,
+        certain_retries_only: bool = False,
+    ) -> SendResult | None:
+        """Run one job start to end under a fresh plan and a flush ticket: an awaited one
+        (SYNC) with its first attempt in this coroutine when it can
+        (:meth:`Sender.run_direct`), any other through :meth:`Sender.run`.
+        ``certain_retries_only``: retry only failures that prove nothing was stored."""
+        plan = self.planner.plan(
+            mode,
+            budget_ms,
+            keyed=job.order_key is not None,
+            certain_retries_only=certain_retries_only,
+        )
+        sender = self.sender
+        run = sender.run_direct if mode is SendMode.SYNC else sender.run
+        ticket = self.tracker.begin()
+        try:
+            return await run(job, plan)
+        finally:
+            self.tracker.end(ticket)
 
     async def stop(self, close_timeout_ms: float) -> BaseException | None:
         """Take it all down (its send tasks cancelled already: ``async_sends.cancel_all``),
@@ -129,7 +158,17 @@ async def start_running(
     if batching is not None and batching.accumulator.needs_task:  # trio; asyncio: callbacks
         tg.start_soon(batching.accumulator.run)
     return Running(
-        runtime, pool, tg, sender, planner, timer, maintenance, async_sends, runner, batching
+        runtime,
+        pool,
+        tg,
+        sender,
+        planner,
+        timer,
+        maintenance,
+        async_sends,
+        runner,
+        batching,
+        parts.tracker,
     )
 
 
