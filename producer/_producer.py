@@ -173,13 +173,8 @@ class Producer(AsyncLifecycle):
         connector = self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer)
         self._running = await start_running(self._parts(), runtime, connector, self._clock)
         self.state = LifecycleState.RUNNING
-        self._start_request_reply(self._running)
-        if self._trace is not None:
-            await self._trace.start(self._running.maintenance, self._uniq_keys)
-
-    def _start_request_reply(self, running: Running) -> None:
         self._requests = RequestReply(
-            running,
+            self._running,
             group=self.group,
             client_id=self.client_id,
             clock=self._clock,
@@ -188,6 +183,8 @@ class Producer(AsyncLifecycle):
             open_running=self._open,
             prepare=self._prepared,
         )
+        if self._trace is not None:
+            await self._trace.start(self._running.maintenance, self._uniq_keys)
 
     def _reply_ends(self) -> RequestReply:
         """The request-reply ends, if running on this loop; else why not."""
@@ -326,15 +323,7 @@ class Producer(AsyncLifecycle):
             on_success, on_exception, msg_id=prepared.msg_id, loop=running.runtime.asyncio_loop
         )
         if message.timed:
-            running.timer.then_send_async(
-                message,
-                budget,
-                future,
-                lambda: running.async_runner.send(prepared, message, budget, future),
-                spawn=running.async_sends.spawn,
-                tracker=self._tracker,
-                topic=prepared.topic,
-            )
+            running.async_runner.send_timed(running.timer, prepared, message, budget, future)
             return future
         batching = running.batching
         if batching is not None and batching.send_async(prepared, message, budget, future):

@@ -19,6 +19,7 @@ from producer._send.options import Planner
 from producer._send.plan import Finish, Retry, SendMode, SendPlan
 from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender, SendJob
+from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
 
 
@@ -53,6 +54,26 @@ class AsyncSendRunner:
         holds_slot = self._limiter.try_acquire(len(prepared.body))
         job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
         self.start(job, plan, future)
+
+    def send_timed(
+        self,
+        timer: TimerGate,
+        prepared: PreparedMessage,
+        message: Message,
+        budget_ms: float,
+        future: SendFuture,
+    ) -> None:
+        """A new timed ``send_async``: ``timer`` checks its delivery time first, in a task
+        the producer owns (a refusal settles ``future``), then it goes as :meth:`send`."""
+        timer.then_send_async(
+            message,
+            budget_ms,
+            future,
+            lambda: self.send(prepared, message, budget_ms, future),
+            spawn=self._spawn,
+            tracker=self._tracker,
+            topic=prepared.topic,
+        )
 
     def start(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
         """Run ``job`` (its ticket taken, its in-flight slot too if ``job.holds_slot``)."""
