@@ -11,7 +11,6 @@ from ssl import SSLContext
 from typing import Any, Literal
 
 import anyio
-import msgspec
 
 from latency_fault import make_router
 from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
@@ -19,7 +18,7 @@ from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
 from producer._consume.message import ReceivedMessage
-from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.codes import RequestCode
@@ -28,16 +27,14 @@ from producer._remoting.message import Message
 from producer._remoting.namespace import wrap
 from producer._remoting.reply import Reply
 from producer._remoting.request_table import RequestHandler, not_supported
-from producer._remoting.requests import PreparedMessage, SendRequestFactory
-from producer._reply.replier import Replier
-from producer._reply.requester import Requester
-from producer._send.backpressure import InFlightLimiter
-from producer._send.batch_sends import batchable
+from producer._remoting.requests import PreparedMessage
+from producer._request_reply import RequestReply
+from producer._send.attempt import Outcome
 from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
 from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import CompressType, ProducerOptions, Routing
-from producer._send.plan import SendMode
+from producer._send.plan import Retry, SendMode
 from producer._send.port import ProducerPort
 from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
@@ -45,16 +42,12 @@ from producer._send.running import Parts, Running, start_running
 from producer._send.sender import SendJob
 from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
-from producer._trace.dispatcher import TraceDispatcher, trace_group
-from producer._trace.records import PublishTrace, trace_topic
-from producer._trace.sender import TraceSender
+from producer._trace.publishing import publish_tracing
 from producer._transport import Connector, current_runtime
 from producer._transport.base import client_tls
 from producer.errors import (
     LocalProtocolError,
-    ProducerClosedError,
     ProducerError,
-    SendTimeout,
 )
 
 log = logging.getLogger("producer")
@@ -132,34 +125,18 @@ class Producer(AsyncLifecycle):
         self._signer = signer_for(credentials)
         self._tls = client_tls(ssl)
         DEFAULT_CODECS.require(options.codec)  # a missing lz4/zstandard: say so now
-        self._factory = SendRequestFactory(
-            group,
-            compress_threshold=options.compress_over,
-            compress_level=options.compress_level,
-            compress_codec=options.codec,
-            max_message_size=options.max_message_size,
-            namespace=options.namespace,
-        )
+        self._factory = options.request_factory(group)
         self._rng = rng or random.Random()
         self._given_clock = clock
         self._clock: Clock = clock or UNSTARTED_CLOCK
         self._connector = connector
-        topic = trace_topic(trace)
-        self._trace = None if topic is None else TraceDispatcher(self._send_trace, topic)
-        self._publish_trace = None
-        if self._trace is not None:  # one record per answered attempt (Pub), batched
-            wall_ms = lambda: self._clock.wall_ms()  # noqa: E731 - the clock is set at start
-            self._publish_trace = PublishTrace(self._trace.append, group, wall_ms, namespace)
-        self._trace_sender: TraceSender | None = None
+        wall_ms = lambda: self._clock.wall_ms()  # noqa: E731 - the clock is set at start
+        self._trace = publish_tracing(trace, group, wall_ms, namespace)
         self._hooks = HookRunner(hooks)
         self._uniq_keys = shared_uniq_key_generator()
         self.client_id = f"{local_ipv4()}@{os.getpid()}#{self._rng.getrandbits(32):08x}"
         self.router = make_router(options.routing, self._rng)
-        self._limiter = InFlightLimiter(
-            options.max_in_flight,
-            options.max_in_flight_bytes,
-            fail_fast=options.backpressure == "fail",
-        )
+        self._limiter = options.in_flight_limiter()
         self._tracker = SendTracker()
         self.state = LifecycleState.NEW
         self._running: Running | None = None  # built by start(), kept after aclose()
@@ -167,8 +144,7 @@ class Producer(AsyncLifecycle):
         #: Serves requests brokers start on our connections (a TransactionProducer's
         #: CHECK_TRANSACTION_STATE); set before start(). None: Java's "not supported".
         self.peer_handler: RequestHandler | None = None
-        self._requester: Requester | None = None  # request-reply, built by start()
-        self._replier: Replier | None = None
+        self._requests: RequestReply | None = None  # request-reply, built by start()
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -197,37 +173,24 @@ class Producer(AsyncLifecycle):
         connector = self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer)
         self._running = await start_running(self._parts(), runtime, connector, self._clock)
         self.state = LifecycleState.RUNNING
-        self._start_request_reply(self._running)
-        if self._trace is not None:
-            maintenance = self._running.maintenance
-            self._trace_sender = TraceSender(
-                trace_group(self.group, "PRODUCE"),
-                client=maintenance.client,
-                routes=maintenance.routes,
-                clock=self._clock,
-                uniq_keys=self._uniq_keys,
-            )
-            await self._trace.start()
-
-    def _start_request_reply(self, running: Running) -> None:
-        client, routes = running.maintenance.client, running.maintenance.routes
-        self._requester = Requester(
+        self._requests = RequestReply(
+            self._running,
             group=self.group,
             client_id=self.client_id,
-            routes=routes,
-            client=client,
             clock=self._clock,
             rng=self._rng,
-            tg=running.tg,
+            uniq_keys=self._uniq_keys,
+            open_running=self._open,
+            prepare=self._prepared,
         )
-        self._replier = Replier(
-            self.group, client=client, routes=routes, clock=self._clock, uniq_keys=self._uniq_keys
-        )
+        if self._trace is not None:
+            await self._trace.start(self._running.maintenance, self._uniq_keys)
 
-    async def _send_trace(self, message: Message) -> None:
-        """The trace dispatcher's way out: one trace message on our connections."""
-        assert self._trace_sender is not None, "started"
-        await self._trace_sender(message)
+    def _reply_ends(self) -> RequestReply:
+        """The request-reply ends, if running on this loop; else why not."""
+        self._open()
+        assert self._requests is not None, "built by start()"
+        return self._requests
 
     def _parts(self) -> Parts:
         return Parts(
@@ -243,7 +206,7 @@ class Producer(AsyncLifecycle):
             telemetry=self._telemetry,
             tracker=self._tracker,
             signer=self._signer,
-            answered=self._publish_trace,
+            answered=None if self._trace is None else self._trace.answered,
         )
 
     async def aclose(self) -> None:
@@ -260,18 +223,10 @@ class Producer(AsyncLifecycle):
             await self._limiter.wait_idle()  # in-flight sends finish, or are cancelled below
         if self._trace is not None:  # the traces of what was sent, before the pool closes
             await self._trace.aclose(self.options.close_timeout_ms)
-        await running.async_sends.cancel_all()  # before the scope below cancels this task too
-        if self._requester is not None:  # requests awaiting a reply fail, none is left
-            self._requester.close()
-        running.tg.cancel_scope.cancel()
-        cancelled = await exit_noting_cancel(running.tg)
-        if running.batching is not None:
-            running.batching.fail_pending()
-        with anyio.move_on_after(self.options.close_timeout_ms / 1000.0, shield=True):
-            await running.maintenance.unregister_all()
-        # Not wrapped in a scope of ours: the pool exits the connector's task group, which
-        # was entered before any scope opened here (trio insists on that order).
-        cancelled = await exit_noting_cancel(running.pool) or cancelled
+        await running.async_sends.cancel_all()  # before stop() cancels this task too
+        if self._requests is not None:  # requests awaiting a reply fail, none is left
+            self._requests.close()
+        cancelled = await running.stop(self.options.close_timeout_ms)
         self.state = LifecycleState.CLOSED
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled
@@ -282,15 +237,7 @@ class Producer(AsyncLifecycle):
         Sends begun meanwhile are not waited for. Raises ``TimeoutError`` (a
         :class:`SendTimeout`) if ``timeout_ms`` passes first; the sends carry on.
         """
-        ticket = self._tracker.last_ticket
-        if timeout_ms is None:
-            await self._tracker.wait_through(ticket)
-            return
-        with anyio.move_on_after(timeout_ms / 1000.0):
-            await self._tracker.wait_through(ticket)
-        if not self._tracker.done_through(ticket):
-            open_sends = self._tracker.open_count
-            raise SendTimeout(f"flush timed out after {timeout_ms:g} ms, {open_sends} open")
+        await self._tracker.flush(timeout_ms)
 
     @property
     def in_flight(self) -> int:
@@ -317,12 +264,33 @@ class Producer(AsyncLifecycle):
         if message.timed:
             await running.timer.check(message, budget, prepared.topic)
         batching = running.batching
-        if batching is not None and order_key is None and batchable(prepared, message):
+        if batching is not None and order_key is None:
             joined = batching.send(prepared, message, budget)
             if joined is not None:
                 return await joined
+        # The lone send runs in this one coroutine, straight to the connection's future
+        # (Sender.start_lone); a retry, or what needs a task, goes on in Sender.run.
         job = SendJob(prepared, message, order_key)
-        return _answered(await self._run(running, job, SendMode.SYNC, budget))
+        plan = running.planner.plan(SendMode.SYNC, budget, keyed=order_key is not None)
+        sender, ticket = running.sender, self._tracker.begin()
+        try:
+            first = sender.start_lone(job, plan)
+            if isinstance(first, SendJob):
+                return _answered(await sender.run(first, plan))
+            assert first.waiter is not None, "a started attempt has its future"
+            try:
+                outcome: Outcome = await first.waiter
+            except ProducerError as exc:
+                outcome = exc
+            except BaseException:  # cancelled: the attempt is over without an outcome
+                sender.abandon_lone(first)
+                raise
+            settled = sender.settle_lone(first, outcome)
+            if isinstance(settled, Retry):
+                settled = await sender.resume_lone(first, settled)
+            return _answered(settled)
+        finally:
+            self._tracker.end(ticket)
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout_ms: float | None = None
@@ -334,7 +302,7 @@ class Producer(AsyncLifecycle):
         prepared = self._factory.prepare_batch(traced, keys)
         job = SendJob(prepared, messages[0])
         budget = running.planner.budget_ms(timeout_ms)
-        return _answered(await self._run(running, job, SendMode.SYNC, budget))
+        return _answered(await running.run(job, SendMode.SYNC, budget))
 
     def send_async(
         self,
@@ -355,40 +323,13 @@ class Producer(AsyncLifecycle):
             on_success, on_exception, msg_id=prepared.msg_id, loop=running.runtime.asyncio_loop
         )
         if message.timed:
-            running.timer.then_send_async(
-                message,
-                budget,
-                future,
-                lambda: self._start_async(running, message, prepared, budget, future),
-                spawn=running.async_sends.spawn,
-                tracker=self._tracker,
-                topic=prepared.topic,
-            )
+            running.async_runner.send_timed(running.timer, prepared, message, budget, future)
             return future
         batching = running.batching
-        if (
-            batching is not None
-            and batchable(prepared, message)
-            and batching.send_async(prepared, message, budget, future)
-        ):
+        if batching is not None and batching.send_async(prepared, message, budget, future):
             return future
-        self._start_async(running, message, prepared, budget, future)
+        running.async_runner.send(prepared, message, budget, future)
         return future
-
-    def _start_async(
-        self,
-        running: Running,
-        message: Message,
-        prepared: PreparedMessage,
-        budget: float,
-        future: SendFuture,
-    ) -> None:
-        plan = running.planner.plan(SendMode.ASYNC, budget)
-        # Take the in-flight slot now when there is room, so that close() drains this
-        # send even if its task has not started yet.
-        holds_slot = self._limiter.try_acquire(len(prepared.body))
-        job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
-        running.async_runner.start(job, plan, future)
 
     async def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:
         """One attempt, no answer, no retry; raises if the frame could not be written."""
@@ -397,7 +338,7 @@ class Producer(AsyncLifecycle):
         budget = running.planner.budget_ms(timeout_ms)
         if message.timed:
             await running.timer.check(message, budget, prepared.topic)
-        await self._run(running, SendJob(prepared, message), SendMode.ONEWAY, budget)
+        await running.run(SendJob(prepared, message), SendMode.ONEWAY, budget)
 
     # -- request-reply ----------------------------------------------------------------
 
@@ -410,22 +351,7 @@ class Producer(AsyncLifecycle):
         time, :class:`~producer.errors.NoReplyTopicError` when the topic's cluster has
         no reply topic, or the send's own error.
         """
-        return await self._ask(message, timeout_ms)
-
-    async def _ask(self, message: Message, timeout_ms: float) -> ReceivedMessage:
-        running = self._open()
-        if not isinstance(timeout_ms, int | float) or not timeout_ms > 0:
-            raise LocalProtocolError(f"timeout_ms must be a positive number, got {timeout_ms!r}")
-        prepared = self._prepared(message)
-        assert self._requester is not None, "running"
-
-        async def send(properties_of: Callable[[str], str], budget_ms: float) -> object:
-            request = msgspec.structs.replace(
-                prepared, properties=properties_of(prepared.properties)
-            )
-            return await self._run(running, SendJob(request, message), SendMode.SYNC, budget_ms)
-
-        return await self._requester.ask(prepared.topic, timeout_ms, send)
+        return await self._reply_ends().ask(message, timeout_ms)
 
     def request_async(
         self,
@@ -439,42 +365,22 @@ class Producer(AsyncLifecycle):
         once - ``on_reply(reply)``, or ``on_exception(error)`` (ProducerClosedError when
         the producer closes first). Java's callback form, without its ``onSuccess(null)``.
         """
-        running = self._open()
-        self._prepared(message)  # a bad message fails here, not in the callback
-        running.tg.start_soon(self._request_task, message, on_reply, on_exception, timeout_ms)
-
-    async def _request_task(
-        self,
-        message: Message,
-        on_reply: Callable[[ReceivedMessage], object],
-        on_exception: Callable[[BaseException], object],
-        timeout_ms: float,
-    ) -> None:
-        try:
-            reply = await self._ask(message, timeout_ms)
-        except anyio.get_cancelled_exc_class():
-            on_exception(ProducerClosedError("the producer closed before the reply came"))
-            raise
-        except Exception as exc:
-            on_exception(exc)
-        else:
-            on_reply(reply)
+        self._reply_ends().ask_soon(message, on_reply, on_exception, timeout_ms)
 
     async def send_reply(self, reply: Reply, *, timeout_ms: float | None = None) -> SendResult:
         """Send a reply made by :func:`producer.consumer.create_reply` (SEND_REPLY_MESSAGE_V2):
         the broker pushes it to the requester. One attempt; raises
         :class:`~producer.errors.ReplyRefusedError` when the broker could not deliver it.
         """
-        self._open()
-        assert self._replier is not None, "running"
+        ends = self._reply_ends()
         budget = self.options.send_timeout_ms if timeout_ms is None else timeout_ms
-        return await self._replier.send_reply(reply, budget)
+        return await ends.send_reply(reply, budget)
 
     # -- internals --------------------------------------------------------------------
 
     def _serve_peer(self, address: str, request: RemotingCommand) -> RemotingCommand | None:
-        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT and self._requester:
-            return self._requester.receive(address, request)
+        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT and self._requests:
+            return self._requests.receive(address, request)
         handler = self.peer_handler
         return not_supported(address, request) if handler is None else handler(address, request)
 
@@ -502,30 +408,6 @@ class Producer(AsyncLifecycle):
         """The message's own ``msg_id`` (a resend keeps it), else a fresh one."""
         return message.msg_id or self._uniq_keys.next_id(self._clock.wall_ms())
 
-    async def _run(
-        self,
-        running: Running,
-        job: SendJob,
-        mode: SendMode,
-        budget_ms: float,
-        *,
-        certain_retries_only: bool = False,
-    ) -> SendResult | None:
-        plan = running.planner.plan(
-            mode,
-            budget_ms,
-            keyed=job.order_key is not None,
-            certain_retries_only=certain_retries_only,
-        )
-        sender = running.sender
-        # An awaited send's first attempt runs in this coroutine when it can (run_direct)
-        run = sender.run_direct if mode is SendMode.SYNC else sender.run
-        ticket = self._tracker.begin()
-        try:
-            return await run(job, plan)
-        finally:
-            self._tracker.end(ticket)
-
     def __repr__(self) -> str:
         return (
             f"Producer(group={self.group!r}, state={self.state.value}, "
@@ -536,9 +418,7 @@ class Producer(AsyncLifecycle):
 def sending_port(producer: Producer) -> ProducerPort:
     """The internal sending interface ``producer`` offers the clients built on it (the
     transactional producer), in place of its private members."""
-    return ProducerPort(
-        producer.group, open_running=producer._open, prepare=producer._prepared, run=producer._run
-    )
+    return ProducerPort(producer.group, open_running=producer._open, prepare=producer._prepared)
 
 
 def _answered(result: SendResult | None) -> SendResult:

@@ -11,24 +11,69 @@ from __future__ import annotations
 
 import functools
 
-from producer._send.async_sends import Spawn
+from producer._remoting.message import Message
+from producer._remoting.requests import PreparedMessage
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture, closed_error, settle
-from producer._send.plan import Finish, Retry, SendPlan
+from producer._send.options import Planner
+from producer._send.plan import Finish, Retry, SendMode, SendPlan
+from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender, SendJob
+from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
 
 
 class AsyncSendRunner:
-    __slots__ = ("_limiter", "_sender", "_spawn", "_tracker")
+    """Runs the producer's ``send_async`` calls that go alone (not in a transparent
+    batch), and the groups of one that batching hands it."""
+
+    __slots__ = ("_limiter", "_planner", "_sender", "_spawn", "_tracker")
 
     def __init__(
-        self, *, sender: Sender, spawn: Spawn, limiter: InFlightLimiter, tracker: SendTracker
+        self,
+        *,
+        sender: Sender,
+        planner: Planner,
+        spawn: Spawn,
+        limiter: InFlightLimiter,
+        tracker: SendTracker,
     ) -> None:
         self._sender = sender
+        self._planner = planner
         self._spawn = spawn
         self._limiter = limiter
         self._tracker = tracker
+
+    def send(
+        self, prepared: PreparedMessage, message: Message, budget_ms: float, future: SendFuture
+    ) -> None:
+        """A new ``send_async`` of ``message`` within ``budget_ms``, resolving ``future``:
+        its flush ticket taken, and its in-flight slot now when there is room, so that
+        close() drains this send even if its task has not started yet."""
+        plan = self._planner.plan(SendMode.ASYNC, budget_ms)
+        holds_slot = self._limiter.try_acquire(len(prepared.body))
+        job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
+        self.start(job, plan, future)
+
+    def send_timed(
+        self,
+        timer: TimerGate,
+        prepared: PreparedMessage,
+        message: Message,
+        budget_ms: float,
+        future: SendFuture,
+    ) -> None:
+        """A new timed ``send_async``: ``timer`` checks its delivery time first, in a task
+        the producer owns (a refusal settles ``future``), then it goes as :meth:`send`."""
+        timer.then_send_async(
+            message,
+            budget_ms,
+            future,
+            lambda: self.send(prepared, message, budget_ms, future),
+            spawn=self._spawn,
+            tracker=self._tracker,
+            topic=prepared.topic,
+        )
 
     def start(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
         """Run ``job`` (its ticket taken, its in-flight slot too if ``job.holds_slot``)."""

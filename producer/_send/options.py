@@ -4,22 +4,29 @@ Each option's name, type, default and validation are written here and nowhere el
 :class:`producer.Producer`'s keyword arguments take their defaults from
 :data:`DEFAULT_OPTIONS` and are checked against these fields when it is defined
 (``producer._client.keywords.takes_options``). Every duration carries its unit.
+:class:`Planner` makes each send's plan from them.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from latency_fault import ROUTER_NAMES
+from producer._client.clock import Clock
 from producer._client.keywords import Keyword, dataclass_keywords
 from producer._remoting.codecs import Codec
 from producer._remoting.message_codec import DEFAULT_COMPRESS_LEVEL, DEFAULT_COMPRESS_THRESHOLD
 from producer._remoting.namespace import check_namespace
+from producer._remoting.requests import SendRequestFactory
 from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMER_MAX_DELAY_MS
+from producer._send.backpressure import InFlightLimiter
+from producer._send.plan import SendMode, SendPlan, max_attempts
 from producer._send.retry_policy import RetryPolicy
-from producer.errors import InvalidOptionError
+from producer.errors import InvalidOptionError, LocalProtocolError
 
 Routing = Literal["off", "classic_4_9", "classic_5", "adaptive"]
 DEFAULT_ROUTING: Routing = "adaptive"
@@ -132,6 +139,24 @@ class ProducerOptions:
         """The compression codec ``compress_type`` names."""
         return _CODECS[self.compress_type]
 
+    def request_factory(self, group: str) -> SendRequestFactory:
+        """The encoder of ``group``'s send requests, with these size and compression
+        settings."""
+        return SendRequestFactory(
+            group,
+            compress_threshold=self.compress_over,
+            compress_level=self.compress_level,
+            compress_codec=self.codec,
+            max_message_size=self.max_message_size,
+            namespace=self.namespace,
+        )
+
+    def in_flight_limiter(self) -> InFlightLimiter:
+        """The backpressure these limits ask for (A7)."""
+        return InFlightLimiter(
+            self.max_in_flight, self.max_in_flight_bytes, fail_fast=self.backpressure == "fail"
+        )
+
     @classmethod
     def keywords(cls) -> Mapping[str, Keyword]:
         """The producer's option keywords: one per field."""
@@ -144,3 +169,58 @@ class ProducerOptions:
 
 
 DEFAULT_OPTIONS = ProducerOptions()
+
+
+class Planner:
+    """One per producer: the settings every plan shares, read once."""
+
+    __slots__ = ("_clock", "_options", "_rng")
+
+    def __init__(self, options: ProducerOptions, clock: Clock, rng: random.Random) -> None:
+        self._options = options
+        self._clock = clock
+        self._rng = rng
+
+    def budget_ms(self, timeout_ms: float | None) -> float:
+        """The call's budget: its own ``timeout_ms`` or ``send_timeout_ms``."""
+        budget = self._options.send_timeout_ms if timeout_ms is None else timeout_ms
+        if not budget > 0:
+            raise LocalProtocolError(f"timeout_ms must be positive, got {timeout_ms!r}")
+        return budget
+
+    def plan(
+        self,
+        mode: SendMode,
+        budget_ms: float,
+        *,
+        keyed: bool = False,
+        deadline_ms: float | None = None,
+        certain_retries_only: bool = False,
+    ) -> SendPlan:
+        """A fresh plan; its deadline is ``budget_ms`` from now unless given.
+        ``certain_retries_only``: retry only failures that prove nothing was stored."""
+        options = self._options
+        attempts = max_attempts(
+            mode,
+            keyed=keyed,
+            sync_retries=options.retry_times_when_send_failed,
+            async_retries=options.retry_times_when_send_async_failed,
+        )
+        if deadline_ms is None:
+            deadline_ms = self._clock.monotonic_ms() + budget_ms
+        return SendPlan(
+            mode=mode,
+            policy=(
+                dataclasses.replace(options.retry_policy, retry_unknown_fate=False)
+                if certain_retries_only
+                else options.retry_policy
+            ),
+            max_attempts=attempts,
+            deadline_ms=deadline_ms,
+            budget_ms=budget_ms,
+            retry_not_store_ok=(
+                options.retry_another_broker_when_not_store_ok and not certain_retries_only
+            ),
+            rng=self._rng,
+            namespace=options.namespace,
+        )

@@ -9,8 +9,7 @@ started on another loop).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Callable
 
 from producer._client.routes import TopicRoute
 from producer._remoting.command import OutgoingRequest, RemotingCommand
@@ -24,25 +23,11 @@ from producer._send.sender import SendJob
 from producer.errors import ProducerError
 
 
-class RunSend(Protocol):
-    """The producer's way to run one job: a fresh plan, a flush ticket, the sender."""
-
-    def __call__(
-        self,
-        running: Running,
-        job: SendJob,
-        mode: SendMode,
-        budget_ms: float,
-        *,
-        certain_retries_only: bool = False,
-    ) -> Awaitable[SendResult | None]: ...
-
-
 class ProducerPort:
     """One producer's internal door: send a half message, heartbeat a broker, invoke a
     request or write a oneway one, look up routes and brokers, read the clock."""
 
-    __slots__ = ("_open", "_prepare", "_run", "group")
+    __slots__ = ("_open", "_prepare", "group")
 
     def __init__(
         self,
@@ -50,14 +35,12 @@ class ProducerPort:
         *,
         open_running: Callable[[], Running],
         prepare: Callable[[Message], PreparedMessage],
-        run: RunSend,
     ) -> None:
         """``open_running``: the producer's running parts, or its error; ``prepare``: a
-        message validated and encoded with a fresh UNIQ_KEY; ``run``: how it runs a job."""
+        message validated and encoded with a fresh UNIQ_KEY."""
         self.group = group
         self._open = open_running
         self._prepare = prepare
-        self._run = run
 
     async def send_half(self, message: Message, timeout_ms: float | None) -> SendResult:
         """``message`` stored as a half message of the group (sendMessageInTransaction
@@ -69,7 +52,7 @@ class ProducerPort:
         prepared = self._prepare(dataclasses.replace(message, delay_level=None))
         job = SendJob(half_message(prepared, self.group), message)
         budget = running.planner.budget_ms(timeout_ms)
-        sent = await self._run(running, job, SendMode.SYNC, budget, certain_retries_only=True)
+        sent = await running.run(job, SendMode.SYNC, budget, certain_retries_only=True)
         assert sent is not None, "a sync send returns a result"
         return sent
 

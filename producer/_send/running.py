@@ -18,20 +18,22 @@ from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._client.upkeep import Maintenance
+from producer._lifecycle import exit_noting_cancel
 from producer._remoting.acl import RequestSigner
 from producer._remoting.requests import SendRequestFactory
 from producer._send.async_runner import AsyncSendRunner
-from producer._send.async_sends import AsyncSends
 from producer._send.attempt import AnswerObserver
 from producer._send.backpressure import InFlightLimiter
-from producer._send.batch_sends import BatchSends
 from producer._send.hooks import HookRunner
-from producer._send.options import ProducerOptions
-from producer._send.planner import Planner
-from producer._send.sender import Sender
+from producer._send.options import Planner, ProducerOptions
+from producer._send.plan import SendMode
+from producer._send.result import SendResult
+from producer._send.send_tasks import AsyncSends
+from producer._send.sender import Sender, SendJob
 from producer._send.telemetry import Telemetry
 from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
+from producer._send.transparent_batching import BatchSends
 from producer._transport import ConnectionPool, Connector, Runtime
 
 
@@ -68,6 +70,49 @@ class Running:
     async_sends: AsyncSends
     async_runner: AsyncSendRunner
     batching: BatchSends | None  # None: options.batching is off
+    tracker: SendTracker  # the producer's flush tickets
+
+    async def run(
+        self,
+        job: SendJob,
+        mode: SendMode,
+        budget_ms: float,
+        *,
+        certain_retries_only: bool = False,
+    ) -> SendResult | None:
+        """Run one job start to end under a fresh plan and a flush ticket: an awaited one
+        (SYNC) with its first attempt in this coroutine when it can
+        (:meth:`Sender.run_direct`), any other through :meth:`Sender.run`.
+        ``certain_retries_only``: retry only failures that prove nothing was stored."""
+        plan = self.planner.plan(
+            mode,
+            budget_ms,
+            keyed=job.order_key is not None,
+            certain_retries_only=certain_retries_only,
+        )
+        sender = self.sender
+        run = sender.run_direct if mode is SendMode.SYNC else sender.run
+        ticket = self.tracker.begin()
+        try:
+            return await run(job, plan)
+        finally:
+            self.tracker.end(ticket)
+
+    async def stop(self, close_timeout_ms: float) -> BaseException | None:
+        """Take it all down (its send tasks cancelled already: ``async_sends.cancel_all``),
+        in this order: the task group (upkeep and what runs in it), the sends still
+        waiting for a batch (ProducerClosedError), the brokers told we leave (within
+        ``close_timeout_ms``), the pool. Returns the cancellation its caller received
+        meanwhile, if any, for it to raise once closed."""
+        self.tg.cancel_scope.cancel()
+        cancelled = await exit_noting_cancel(self.tg)
+        if self.batching is not None:
+            self.batching.fail_pending()
+        with anyio.move_on_after(close_timeout_ms / 1000.0, shield=True):
+            await self.maintenance.unregister_all()
+        # Not wrapped in a scope of ours: the pool exits the connector's task group, which
+        # was entered before any scope opened here (trio insists on that order).
+        return await exit_noting_cancel(self.pool) or cancelled
 
 
 async def start_running(
@@ -102,14 +147,28 @@ async def start_running(
     await tg.__aenter__()
     async_sends = AsyncSends(tg, loop=runtime.asyncio_loop)
     runner = AsyncSendRunner(
-        sender=sender, spawn=async_sends.spawn, limiter=parts.limiter, tracker=parts.tracker
+        sender=sender,
+        planner=planner,
+        spawn=async_sends.spawn,
+        limiter=parts.limiter,
+        tracker=parts.tracker,
     )
     maintenance.start(tg)
     batching = _batching(parts, sender, planner, clock, async_sends, runner, runtime)
     if batching is not None and batching.accumulator.needs_task:  # trio; asyncio: callbacks
         tg.start_soon(batching.accumulator.run)
     return Running(
-        runtime, pool, tg, sender, planner, timer, maintenance, async_sends, runner, batching
+        runtime,
+        pool,
+        tg,
+        sender,
+        planner,
+        timer,
+        maintenance,
+        async_sends,
+        runner,
+        batching,
+        parts.tracker,
     )
 
 

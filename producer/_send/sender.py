@@ -42,6 +42,9 @@ send reads it four times rather than once per decision.
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
+from typing import Any
+
 import anyio
 import msgspec
 from opentelemetry.trace import Span
@@ -225,21 +228,51 @@ class Sender:
         waiter = self.client.start(connection, request, step.timeout_ms)
         return self.attempts.launch(job, plan, queue, now, waiter)
 
-    async def run_direct(self, job: SendJob, plan: SendPlan) -> SendResult | None:
-        """:meth:`run` for a caller awaiting one message (not oneway, not a batch): the
-        first attempt's loop future is awaited in the caller's own coroutine (no coroutine
-        chain); anything else, and every retry, is :meth:`run`'s. Either way an attempt
-        is settled by :meth:`Attempt.settle`, so the rules are the same."""
+    def start_lone(self, job: SendJob, plan: SendPlan) -> Attempt | SendJob:
+        """The first attempt of a send awaited alone (not oneway, not a batch), its
+        in-flight slot taken: the :class:`Attempt` out, for the caller to await its
+        ``waiter`` in its own coroutine and hand the outcome to :meth:`settle_lone` (or,
+        cancelled, the attempt to :meth:`abandon_lone`). Otherwise nothing is sent and
+        the job comes back for :meth:`run` (``holds_slot`` set when the slot was taken
+        here: :meth:`run` frees it)."""
         size = len(job.prepared.body)
         if job.holds_slot or not self.limiter.try_acquire(size):
-            return await self.run(job, plan)
+            return job  # run() waits for the slot
         try:
             first = self.start_first(job, plan)
         except BaseException:
             self.limiter.release(size)
             raise
-        if isinstance(first, SendJob):  # not started: run() frees the slot held here
-            return await self.run(msgspec.structs.replace(first, holds_slot=True), plan)
+        if isinstance(first, SendJob):
+            return msgspec.structs.replace(first, holds_slot=True)
+        return first
+
+    def settle_lone(self, first: Attempt, outcome: Outcome) -> SendResult | Retry | None:
+        """A lone send's first attempt came back (:meth:`Attempt.settle`): its result, its
+        final error raised (naming its ``msg_id``; the slot freed either way), or the
+        :class:`Retry` to hand to :meth:`resume` (the slot kept for it)."""
+        decision = first.settle(outcome)
+        if isinstance(decision, Retry):
+            return decision
+        self.limiter.release(len(first.job.prepared.body))
+        if decision.error is not None:
+            raise _name_msg_id(decision.error, first.job)
+        return decision.result
+
+    def abandon_lone(self, first: Attempt) -> None:
+        """A lone send was cancelled while its first attempt was out: over without an
+        outcome (S5, S8), its slot freed."""
+        first.abandon()
+        self.limiter.release(len(first.job.prepared.body))
+
+    async def run_direct(self, job: SendJob, plan: SendPlan) -> SendResult | None:
+        """:meth:`run` for a caller awaiting one message (not oneway, not a batch): the
+        first attempt's loop future is awaited in this coroutine (:meth:`start_lone`);
+        anything else, and every retry, is :meth:`run`'s. Either way an attempt is
+        settled by :meth:`Attempt.settle`, so the rules are the same."""
+        first = self.start_lone(job, plan)
+        if isinstance(first, SendJob):
+            return await self.run(first, plan)
         assert first.waiter is not None
         outcome: Outcome
         try:
@@ -247,17 +280,17 @@ class Sender:
         except ProducerError as exc:
             outcome = exc
         except BaseException:  # cancelled: the attempt is over without an outcome
-            first.abandon()
-            self.limiter.release(size)
+            self.abandon_lone(first)
             raise
-        decision = first.settle(outcome)
-        if isinstance(decision, Retry):
-            held = msgspec.structs.replace(job, holds_slot=True)  # resume() frees it
-            return await self.resume(held, plan, decision)
-        self.limiter.release(size)
-        if decision.error is not None:
-            raise _name_msg_id(decision.error, job)
-        return decision.result
+        settled = self.settle_lone(first, outcome)
+        if isinstance(settled, Retry):
+            return await self.resume_lone(first, settled)
+        return settled
+
+    def resume_lone(self, first: Attempt, retry: Retry) -> Coroutine[Any, Any, SendResult | None]:
+        """The rest of a lone send whose first attempt answered ``retry``
+        (:meth:`settle_lone`): :meth:`resume`, with the slot it holds."""
+        return self.resume(msgspec.structs.replace(first.job, holds_slot=True), first.plan, retry)
 
     async def resume(self, job: SendJob, plan: SendPlan, retry: Retry) -> SendResult | None:
         """The rest of a send whose first attempt :meth:`start_first` made: its back-off,

@@ -19,8 +19,8 @@ from producer._remoting.codes import TIMER_BROKER_VERSION, version_name
 from producer._remoting.message import Message
 from producer._remoting.requests import max_offset_request
 from producer._remoting.validation import check_timer_window
-from producer._send.async_sends import Spawn
 from producer._send.future import SendFuture
+from producer._send.send_tasks import Spawn
 from producer._send.tracker import SendTracker
 from producer.errors import ProducerClosedError, ProducerError, TimedDeliveryUnsupportedError
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import anyio
 
+from producer.errors import SendTimeout
+
 
 class SendTracker:
     """Tickets for sends in order of their start; :meth:`wait_through` returns once every
@@ -44,6 +46,19 @@ class SendTracker:
             if self._changed is None:
                 self._changed = anyio.Event()
             await self._changed.wait()
+
+    async def flush(self, timeout_ms: float | None) -> None:
+        """Wait until every send begun before this call has ended; raises
+        :class:`SendTimeout` if ``timeout_ms`` passes first (the sends carry on)."""
+        ticket = self.last_ticket
+        if timeout_ms is None:
+            await self.wait_through(ticket)
+            return
+        with anyio.move_on_after(timeout_ms / 1000.0):
+            await self.wait_through(ticket)
+        if not self.done_through(ticket):
+            open_sends = self.open_count
+            raise SendTimeout(f"flush timed out after {timeout_ms:g} ms, {open_sends} open")
 
     def __repr__(self) -> str:
         return f"SendTracker(issued={self._issued}, open={len(self._open)})"

@@ -8,7 +8,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from producer._send.async_sends import AsyncSends
+from producer._send.send_tasks import AsyncSends
 
 pytestmark = pytest.mark.anyio
 

@@ -5,6 +5,7 @@ and with one installed every send is a task (its spans need one)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -53,7 +54,7 @@ LONE = """
 import asyncio, sys
 from benchmarks._cluster import ClusterProcess
 from producer import Message, Producer
-from producer._send.batching import Accumulator
+from producer._send.accumulator import Accumulator
 
 flushes = []  # every turn's flush: a turn was opened, so a group could form
 flush = Accumulator.flush
@@ -101,3 +102,63 @@ def tasks_made(script: str, argument: str) -> int:
     )
     assert done.returncode == 0, done.stderr
     return int(done.stdout.strip())
+
+
+ONE_COROUTINE = """
+import asyncio, json
+from producer import Message, Producer
+from producer.testing import DevCluster, FaultSpec
+
+async def main():
+    async with DevCluster(brokers=1, topics={"T": 4}) as cluster:
+        async with Producer("g", cluster.namesrv_addr) as p:  # adaptive routing
+            await p.send(Message("T", b"warm"))  # the route, and the connection
+            (broker,) = cluster.broker_names
+            await cluster.set_fault(broker, FaultSpec(blackhole=True))  # the answer never comes
+            sending = asyncio.ensure_future(p.send(Message("T", b"x"), timeout_ms=60_000))
+            await asyncio.sleep(0)  # its first step: the request is out, the send suspended
+            chain, awaited = [], sending.get_coro()
+            while hasattr(awaited, "cr_await"):  # the coroutines it is suspended in
+                chain.append(awaited.cr_code.co_qualname)
+                awaited = awaited.cr_await
+            out = p.in_flight
+            sending.cancel()  # S5, S8: over, no fault learnt, its slot and ticket given back
+            try:
+                await sending
+            except asyncio.CancelledError:
+                pass
+            now = int(asyncio.get_running_loop().time() * 1000)
+            report = {
+                "chain": chain,
+                "awaits": type(awaited).__name__,
+                "out": out,
+                "in_flight": p.in_flight,
+                "available": p.router.is_available(broker, now),
+                "outstanding": len(p.router.health(broker).outstanding),  # S8
+            }
+            await asyncio.wait_for(p.flush(), 10)  # its ticket ended
+            await cluster.clear_fault(broker)
+    print(json.dumps(report))
+
+asyncio.run(main())
+"""
+
+
+def test_a_lone_send_is_one_coroutine_straight_to_the_connection() -> None:
+    """A lone ``await send`` (batching on, the default) suspends in ``Producer.send``
+    itself, on its connection's loop future - no coroutine between them, no task - and,
+    cancelled there, lets go of everything (S5, S8)."""
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_COROUTINE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["chain"] == ["Producer.send"]
+    assert report["awaits"] == "FutureIter"  # the loop future itself, awaited
+    assert report["out"] == 1
+    assert (report["in_flight"], report["available"], report["outstanding"]) == (0, True, 0)

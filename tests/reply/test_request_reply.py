@@ -104,7 +104,8 @@ async def test_a_request_nobody_answers_times_out_at_its_timeout(
         with pytest.raises(ReplyTimeout) as caught:
             await requester.request(Message("Nobody", b"anyone?"), timeout_ms=300)
         waited_ms = (time.monotonic() - start) * 1000
-        assert requester._requester is not None and len(requester._requester._pending) == 0
+        ends = requester._requests
+        assert ends is not None and len(ends.requester._pending) == 0
     assert isinstance(caught.value, RequestTimeout) and isinstance(caught.value, TimeoutError)
     assert waited_ms >= 300  # not before its deadline (no upper bound: a loaded machine)
     [stored] = [m for m in cluster.messages("Nobody") if m.body == b"anyone?"]
@@ -172,7 +173,7 @@ async def test_closing_fails_waiting_requests_once_and_leaves_none(
         with anyio.fail_after(20):
             while not cluster.messages("Nobody"):  # noqa: ASYNC110 - the broker's state
                 await anyio.sleep(0.01)
-        pending = requester._requester
+        pending = None if requester._requests is None else requester._requests.requester
     [outcome] = outcomes
     assert isinstance(outcome, ProducerClosedError), outcome
     assert pending is not None and len(pending._pending) == 0

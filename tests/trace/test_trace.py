@@ -188,7 +188,8 @@ async def test_a_trace_topic_that_cannot_be_written_never_fails_a_send() -> None
     with DevClusterThread(brokers=1, topics={"Orders": 1}, auto_create_topic=False) as cluster:
         async with Producer("P", cluster.namesrv_addr, trace="NoSuchTraceTopic") as producer:
             result = await producer.send(Message("Orders", b"x"))
-            trace = producer._trace
+            assert producer._trace is not None
+            trace = producer._trace.dispatcher
         assert result.status is SendStatus.SEND_OK
         assert trace is not None and trace.failed >= 1 and trace.sent == 0
         assert cluster.messages("NoSuchTraceTopic") == []

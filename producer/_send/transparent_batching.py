@@ -26,15 +26,14 @@ from producer._remoting.message import Message, MessageQueue
 from producer._remoting.message_codec import COMPRESSED_FLAG
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._remoting.retry_topics import SYSTEM_PREFIXES
+from producer._send.accumulator import Accumulator, GroupKey, Member
 from producer._send.async_runner import AsyncSendRunner
-from producer._send.async_sends import Spawn
 from producer._send.backpressure import InFlightLimiter
-from producer._send.batching import Accumulator, GroupKey, Member
 from producer._send.future import SendFuture, closed_error, settle
-from producer._send.options import ProducerOptions
+from producer._send.options import Planner, ProducerOptions
 from producer._send.plan import Finish, Retry, SendMode, SendPlan
-from producer._send.planner import Planner
 from producer._send.result import SendResult
+from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender, SendJob
 from producer._send.tracker import SendTracker
 from producer.errors import AttemptRecord, ProducerClosedError, ProducerError
@@ -129,8 +128,11 @@ class BatchSends:
     def send(
         self, prepared: PreparedMessage, message: Message, budget_ms: float
     ) -> Awaitable[SendResult] | None:
-        """Join this turn's group; await the returned outcome. ``None``: not joined (the
-        first send of the turn, or no free slot), so the caller sends alone."""
+        """Join this turn's group; await the returned outcome. ``None``: not joined (a
+        lone send, the first send of the turn, not :func:`batchable`, or no free slot),
+        so the caller sends alone."""
+        if self._is_lone() or not batchable(prepared, message):
+            return None
         key = GroupKey(prepared.topic, SendMode.SYNC, budget_ms, message.wait_store_msg_ok)
         member = self._join(key, prepared, message, None)
         return None if member is None else self._outcome(member)
@@ -150,6 +152,8 @@ class BatchSends:
         self, prepared: PreparedMessage, message: Message, budget_ms: float, future: SendFuture
     ) -> bool:
         """Join this turn's group; ``False``: not joined, the caller sends alone."""
+        if self._is_lone() or not batchable(prepared, message):
+            return False
         key = GroupKey(prepared.topic, SendMode.ASYNC, budget_ms, message.wait_store_msg_ok)
         return self._join(key, prepared, message, future) is not None
 
@@ -160,8 +164,6 @@ class BatchSends:
         message: Message,
         future: SendFuture | None,  # None: a sync caller's, made once it has joined
     ) -> Member | None:
-        # Other sends in flight: more are coming (their answers wake their callers), so
-        # even the turn's first send joins; with none, it is a lone send and goes alone.
         group = self.accumulator.group_for(key, busy=self._limiter.in_flight > 0)
         if group is None or not self._limiter.try_acquire(len(prepared.body)):
             return None
@@ -171,6 +173,13 @@ class BatchSends:
         member = Member(prepared, message, deadline, future, self._tracker.begin())
         group.append(member)
         return member
+
+    def _is_lone(self) -> bool:
+        """Whether a send made now goes alone whatever its topic: no other send in flight
+        and no group open. Other sends in flight: more are coming (their answers wake
+        their callers), so even the turn's first send joins; with none, it is a lone send
+        and goes alone, opening nothing (the accumulator's rule, asked first and cheaply)."""
+        return not self._limiter.in_flight and self.accumulator.is_empty
 
     def _abandon(self, member: Member) -> None:
         """Its caller was cancelled: a member not yet sent is left out; a sent one goes

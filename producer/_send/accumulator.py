@@ -112,6 +112,11 @@ class Accumulator:
         """Whether :meth:`run` must run as a task (not on asyncio)."""
         return self._loop is None
 
+    @property
+    def is_empty(self) -> bool:
+        """Whether no group is open this turn."""
+        return not self._groups
+
     def group_for(self, key: GroupKey, *, busy: bool = False) -> list[Member] | None:
         """The group of ``key`` to join, opening this turn's if needed; ``None`` when the
         producer is not ``busy`` (no other send in flight) and no group is open: the
