@@ -24,10 +24,10 @@ from itertools import cycle
 
 from benchmarks._meter import Counter
 from benchmarks._raw_protocol import RawClientProtocol, stop_all
-from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._transport import parse_address
+from producer._types.message import Message, MessageQueue
 
 _INT32 = struct.Struct(">i")
 DISTINCT_FRAMES = 4096

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 from benchmarks._raw_protocol import RawClientProtocol, stop_all, whole_frames
 from producer._remoting.consumer_requests import PullParams, pull_request
-from producer._remoting.message import MessageQueue
 from producer._transport import parse_address
+from producer._types.message import MessageQueue
 
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")

@@ -36,8 +36,8 @@ from benchmarks._cluster import ClusterProcess
 from benchmarks._raw_protocol import RawClientProtocol, whole_frames
 from producer import Message, Producer
 from producer._remoting.consumer_requests import PullParams, pull_request
-from producer._remoting.message import MessageQueue
 from producer._transport import parse_address
+from producer._types.message import MessageQueue
 from producer.consumer import ConsumeStatus, PullConsumer, PushConsumer, ReceivedMessage
 
 TOPIC = "LatencyTopic"

@@ -6,14 +6,14 @@ The public surface is re-exported here; modules whose names start with ``_`` are
 from producer._lifecycle import LifecycleState
 from producer._producer import Producer, ProducerState
 from producer._remoting.acl import Credentials
-from producer._remoting.codes import SendStatus
-from producer._remoting.message import Message, MessageQueue
-from producer._remoting.transaction import TransactionState
+from producer._response_codes import SendStatus
 from producer._send.future import SendFuture
 from producer._send.hooks import AttemptContext
-from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
 from producer._transactions.producer import TransactionProducer, TransactionResult
+from producer._types.message import Message, MessageQueue
+from producer._types.send_result import SendResult
+from producer._types.transaction_state import TransactionState
 from producer.errors import AttemptOutcome, AttemptRecord, Fate, ProducerError
 
 __version__ = "0.1.0"

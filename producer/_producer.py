@@ -17,15 +17,14 @@ from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
-from producer._consume.message import ReceivedMessage
+from producer._consume.received import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.message import Message
 from producer._remoting.namespace import wrap
 from producer._remoting.reply import Reply
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage
 from producer._request_reply import RequestReply
@@ -36,7 +35,6 @@ from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import CompressType, ProducerOptions, Routing
 from producer._send.plan import Retry, SendMode
 from producer._send.port import ProducerPort
-from producer._send.result import SendResult
 from producer._send.retry_policy import RetryPolicy
 from producer._send.running import Parts, Running, start_running
 from producer._send.sender import SendJob
@@ -45,6 +43,8 @@ from producer._send.tracker import SendTracker
 from producer._trace.publishing import publish_tracing
 from producer._transport import Connector, current_runtime
 from producer._transport.base import client_tls
+from producer._types.message import Message
+from producer._types.send_result import SendResult
 from producer.errors import (
     LocalProtocolError,
     ProducerError,

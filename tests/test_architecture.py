@@ -2,7 +2,8 @@
 every request leaves through one door.
 
 Layers, lowest first: ``_response_codes`` (the response-code table, importing nothing)
-<- ``errors`` <- ``_remoting`` <- ``_transport`` <- ``_client`` <-
+<- ``errors`` <- ``_types`` (the public value types) <- ``_remoting`` <-
+``_transport`` <- ``_client`` <-
 ``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli`` and ``spark``,
 which use the public API only. ``_lifecycle`` (``async with`` and the life-cycle state
 of every client) imports only ``errors`` and may be used by every layer that does I/O.
@@ -25,13 +26,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "producer"
 
 # The SDK modules each layer may import (prefix match on the dotted name).
-CORE = ("producer._response_codes", "producer.errors", "producer._remoting")
+CORE = ("producer._response_codes", "producer.errors", "producer._types", "producer._remoting")
 LIFECYCLE = "producer._lifecycle"
 ALLOWED: dict[str, tuple[str, ...]] = {
     "producer._response_codes": (),
     LIFECYCLE: ("producer.errors",),  # the wrong-state errors, made in one place
     "producer._remoting": (*CORE, "latency_fault"),  # pure, SDK-free: Java's string hash
     "producer.errors": ("producer._response_codes", "producer.errors"),
+    # The public value types: below the core that encodes them, above the errors they carry.
+    "producer._types": ("producer._response_codes", "producer.errors", "producer._types"),
     "producer._transport": (*CORE, LIFECYCLE, "producer._transport"),
     "producer._client": (
         *CORE,
@@ -65,7 +68,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         LIFECYCLE,
         "producer._transport",
         "producer._client",
-        "producer._send.result",
         "producer._consume",
         "producer._trace",
     ),
@@ -76,7 +78,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         LIFECYCLE,
         "producer._transport",
         "producer._client",
-        "producer._send.result",
         "producer._consume",
         "producer._reply",
     ),
@@ -95,7 +96,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         LIFECYCLE,
         "producer._transport",
         "producer._client",
-        "producer._send.result",
         "producer._consume",
         "producer._trace",
         "producer.consumer",
@@ -109,6 +109,7 @@ ON_TOP = ("producer.cli", "producer.__main__", "producer.spark")  # users of the
 IMPURE = {"asyncio", "anyio", "trio", "sniffio", "socket", "time", "threading", "selectors"}
 PURE_FILES = [
     SDK / "_response_codes.py",
+    *sorted((SDK / "_types").glob("*.py")),
     *sorted((SDK / "_remoting").glob("*.py")),
     SDK / "_send" / "plan.py",
     SDK / "_send" / "retry_policy.py",
@@ -181,24 +182,25 @@ def test_every_package_has_a_layer() -> None:
 @pytest.mark.parametrize(
     ("path", "source"),
     [
-        ("_remoting/frame.py", "from producer._send.plan import SendPlan"),
-        ("_remoting/frame.py", "from .._client import routes"),
+        ("_remoting/frame_decoder.py", "from producer._send.plan import SendPlan"),
+        ("_remoting/frame_decoder.py", "from .._client import routes"),
         ("_transport/pool.py", "import producer._client.routes"),
-        ("testing/_broker.py", "from producer._send.result import SendResult"),
-        ("errors/_base.py", "from producer._remoting.frame import encode_frame"),
-        ("errors/_broker.py", "from producer._remoting.codes import ResponseCode"),
+        ("testing/_broker.py", "from producer._send.plan import SendPlan"),
+        ("_types/message.py", "from producer._remoting.properties import UNIQ_KEY"),
+        ("errors/_base.py", "from producer._remoting.frame_decoder import encode_frame"),
+        ("errors/_broker.py", "from producer._remoting.request_codes import ResponseCode"),
         ("_response_codes.py", "from producer.errors import BrokerError"),
         ("_send/sender.py", "from producer.cli import main"),
         ("_producer.py", "import rich"),
-        ("cli/send.py", "from producer._send.result import SendResult"),
+        ("cli/send.py", "from producer._types.send_result import SendResult"),
         ("testing/_cluster.py", "from producer.cli.cluster import run_cluster_cli"),
         ("spark/_partition.py", "from producer._send.future import SendFuture"),
         ("_consume/decisions.py", "from producer._client.routes import RouteTable"),
         ("consumer/_dead_letters.py", "from producer._producer import Producer"),
         ("consumer/_broker_api.py", "from producer._send.sender import Sender"),
         ("_send/sender.py", "from producer.spark import publish"),
-        ("_lifecycle.py", "from producer._remoting.frame import encode_frame"),
-        ("_remoting/frame.py", "from producer._lifecycle import AsyncLifecycle"),
+        ("_lifecycle.py", "from producer._remoting.frame_decoder import encode_frame"),
+        ("_remoting/frame_decoder.py", "from producer._lifecycle import AsyncLifecycle"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(path: str, source: str) -> None:
@@ -367,15 +369,56 @@ def test_no_sdk_module_is_imported_inside_a_function() -> None:
 
 
 def test_the_cycle_checks_catch_a_cycle() -> None:
-    command, frame = SDK / "_remoting" / "command.py", SDK / "_remoting" / "frame.py"
-    lazy = "def f():\n    from producer._remoting.frame import decode_frame\n"
+    command, frame = SDK / "_remoting" / "command.py", SDK / "_remoting" / "frame_decoder.py"
+    lazy = "def f():\n    from producer._remoting.frame_decoder import decode_frame\n"
     assert [line for line, _, inside in runtime_imports(command, lazy) if inside] == [2, 2]
-    back = "from producer._remoting.frame import decode_frame\n"
+    back = "from producer._remoting.frame_decoder import decode_frame\n"
     graph = import_graph({command: back, frame: None})
-    assert cycles(graph) == [["producer._remoting.command", "producer._remoting.frame"]]
+    assert cycles(graph) == [["producer._remoting.command", "producer._remoting.frame_decoder"]]
     codes, errors = SDK / "_response_codes.py", SDK / "errors" / "__init__.py"
     up = "from producer.errors import BrokerError\n"
     down = "from producer._response_codes import ResponseCode\n"
     assert cycles(layer_graph(import_graph({codes: up, errors: down}))) == [
         ["producer._response_codes", "producer.errors"]
     ]
+
+
+def reexported(path: Path, source: str | None = None) -> list[str]:
+    """The names a module lists in ``__all__`` but does not define (it imports them)."""
+    tree = ast.parse(path.read_text() if source is None else source)
+    defined: set[str] = set()
+    listed: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)]
+            defined.update(name.id for name in names)
+            if any(name.id == "__all__" for name in names) and node.value is not None:
+                listed = [
+                    ast.literal_eval(e) for e in ast.walk(node.value) if isinstance(e, ast.Constant)
+                ]
+    return [name for name in listed if name not in defined]
+
+
+def test_each_name_has_one_home() -> None:
+    """A private module lists in ``__all__`` only what it defines, so every name is
+    imported from the one module that defines it; only a package's ``__init__`` (its
+    face) hands on names defined elsewhere."""
+    homes = [
+        f"{module_name(path)}: {name}"
+        for path in sdk_files()
+        if path.name != "__init__.py"
+        for name in reexported(path)
+    ]
+    assert homes == []
+
+
+def test_the_home_check_catches_a_reexport() -> None:
+    path = SDK / "_remoting" / "request_codes.py"
+    source = (
+        "from producer._response_codes import ResponseCode\n"
+        "__all__ = ['ResponseCode', 'X']\nX = 1\n"
+    )
+    assert reexported(path, source) == ["ResponseCode"]

@@ -18,8 +18,6 @@ import anyio
 from latency_fault import PublishSnapshot
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
-from producer._remoting.codes import ResponseCode
-from producer._remoting.message import MessageQueue
 from producer._remoting.requests import parse_route_response, route_request
 from producer._remoting.route import (
     TopicRouteData,
@@ -28,7 +26,9 @@ from producer._remoting.route import (
     master_addresses,
 )
 from producer._remoting.send_header import DEFAULT_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
+from producer._response_codes import ResponseCode
 from producer._transport import parse_address
+from producer._types.message import MessageQueue
 from producer.errors import (
     InvalidOptionError,
     LocalProtocolError,

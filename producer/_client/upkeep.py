@@ -16,7 +16,6 @@ from latency_fault import Router
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
-from producer._remoting.codes import ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.requests import (
     CLIENT_INNER_PRODUCER_GROUP,
@@ -25,6 +24,7 @@ from producer._remoting.requests import (
     parse_max_offset_response,
     unregister_client_request,
 )
+from producer._response_codes import ResponseCode
 from producer.errors import BrokerError, ProducerError
 
 log = logging.getLogger("producer")

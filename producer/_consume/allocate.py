@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from producer._remoting.message import MessageQueue
+from producer._types.message import MessageQueue
 
 __all__ = ["allocate_averagely", "java_sorted", "queue_sort_key"]
 

@@ -8,8 +8,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from producer._consume.message import ReceivedMessage
 from producer._consume.process_queue import ProcessQueue
+from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import ConsumeFromWhere
 from producer._remoting.retry_topics import RETRY_PREFIX, is_dead_letter
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from producer._remoting.message import MessageQueue
+from producer._types.message import MessageQueue
 
 __all__ = ["OffsetTable"]
 

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from producer._consume.message import ReceivedMessage
+from producer._consume.received import ReceivedMessage
 from producer._remoting.validation import MAX_DELAY_LEVEL
 from producer.errors import InvalidOptionError
 

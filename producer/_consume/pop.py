@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from producer._consume.message import ReceivedMessage, decode_pulled
+from producer._consume.received import ReceivedMessage, decode_pulled
 from producer._remoting.pop_requests import POP_CK, PopResult, ReceiptHandle
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer.errors import LocalProtocolError, ReceiptHandleExpiredError

@@ -11,8 +11,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
-from producer._consume.message import ReceivedMessage
-from producer._remoting.message import MessageQueue
+from producer._consume.received import ReceivedMessage
+from producer._types.message import MessageQueue
 
 __all__ = ["ProcessQueue"]
 

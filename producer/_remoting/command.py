@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from producer._remoting.codes import (
+from producer._remoting.frame_encoder import command_frame_parts
+from producer._remoting.request_codes import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
     PROTOCOL_VERSION,
     LanguageCode,
     SerializeType,
 )
-from producer._remoting.frame_encoder import command_frame_parts
 
 _INT32_MAX = 2**31 - 1
 

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import msgspec
 
-from producer._remoting.codes import ZERO_IF_NOT_FOUND_VERSION, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import parse_offset_response
-from producer._remoting.message import MessageQueue
+from producer._remoting.request_codes import ZERO_IF_NOT_FOUND_VERSION, RequestCode
 from producer._remoting.route import quote_legacy_keys
+from producer._response_codes import ResponseCode
+from producer._types.message import MessageQueue
 from producer.errors import BrokerError, RemoteProtocolError
 
 __all__ = ["QueriedOffset", "all_offsets_request", "committed_in_table", "read_query_offset"]

@@ -13,14 +13,15 @@ from dataclasses import dataclass
 
 import msgspec
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import json_dumps
-from producer._remoting.message import MessageQueue
+from producer._remoting.frame_encoder import json_dumps
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.requests import CLIENT_INNER_PRODUCER_GROUP
 from producer._remoting.send_header import bool_str, int_str, parse_int
 from producer._remoting.store_record import StoreRecord, decode_records, encode_record
 from producer._remoting.subscription import Subscription
+from producer._response_codes import ResponseCode
+from producer._types.message import MessageQueue
 from producer.errors import BrokerError, RemoteProtocolError
 
 __all__ = [
@@ -262,7 +263,7 @@ _PULL_STATUS = {
 class PullResult:
     """A pull's status and offsets, and its records: ``body`` as they came (empty unless
     FOUND), which a consumer decodes into messages
-    (``producer._consume.message.decode_pulled``), or ``records`` (decoded on first
+    (``producer._consume.received.decode_pulled``), or ``records`` (decoded on first
     read). Made from records (a test's broker), its body is their encoding."""
 
     __slots__ = ("_body", "_records", "max_offset", "min_offset", "next_begin_offset", "status")

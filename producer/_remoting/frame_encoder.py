@@ -2,7 +2,7 @@
 
 What we send: JSON headers, or ROCKETMQ binary ones for a command that asks for them.
 It knows a command only by its fields (:class:`CommandFields`), so the command can
-encode itself without the codec importing it back (decoding lives in :mod:`.frame`).
+encode itself without the codec importing it back (decoding lives in :mod:`.frame_decoder`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from producer._remoting.codes import LanguageCode, SerializeType
+from producer._remoting.request_codes import LanguageCode, SerializeType
 from producer.errors import LocalProtocolError
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024

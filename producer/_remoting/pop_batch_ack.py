@@ -14,9 +14,9 @@ from collections.abc import Iterable
 
 import msgspec
 
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.pop_requests import ReceiptHandle
+from producer._remoting.request_codes import RequestCode
 from producer.errors import RemoteProtocolError
 
 __all__ = ["batch_ack_request", "bitset_bytes", "bitset_offsets", "decode_batch_ack"]

@@ -22,10 +22,11 @@ from dataclasses import dataclass, replace
 
 import msgspec
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer._remoting.send_header import bool_str, int_str
+from producer._response_codes import ResponseCode
 from producer.errors import BrokerError, RemoteProtocolError
 
 __all__ = [

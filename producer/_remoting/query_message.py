@@ -11,10 +11,11 @@ keys alike, so a record counts only if its own UNIQ_KEY and topic match.
 
 from __future__ import annotations
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.properties import UNIQ_KEY
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.store_record import decode_records
+from producer._response_codes import ResponseCode
 from producer.errors import ProducerError
 
 __all__ = ["UNIQUE_KEY_QUERY", "query_by_uniq_key", "stored_by_uniq_key"]

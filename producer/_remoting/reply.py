@@ -29,7 +29,6 @@ from typing import Generic, Protocol, TypeVar
 import msgspec
 
 from latency_fault import java_string_hash
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message_codec import decompress_body
 from producer._remoting.properties import (
@@ -42,6 +41,7 @@ from producer._remoting.properties import (
     decode_properties,
     encode_properties,
 )
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.send_header import DEFAULT_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
 from producer.errors import NotARequestError, RemoteProtocolError
 

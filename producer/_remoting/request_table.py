@@ -23,9 +23,11 @@ import math
 from collections.abc import Callable
 from typing import Protocol
 
-from producer._remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode, ResponseCode
 from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
-from producer._remoting.frame import FrameDecoder, encode_frame
+from producer._remoting.frame_decoder import FrameDecoder
+from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.request_codes import FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode
+from producer._response_codes import ResponseCode
 from producer.errors import ConnectionLostError, Fate, RequestTimeout
 
 # Rebuild the heap once it holds this many more items than there are live entries.

@@ -21,10 +21,8 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from producer._remoting.codecs import Codec
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import json_dumps
-from producer._remoting.message import Message, MessageQueue
+from producer._remoting.frame_encoder import json_dumps
 from producer._remoting.message_codec import (
     DEFAULT_COMPRESS_LEVEL,
     DEFAULT_COMPRESS_THRESHOLD,
@@ -46,6 +44,7 @@ from producer._remoting.properties import (
     WAIT,
     join_keys,
 )
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.route import TopicRouteData, parse_route_data
 from producer._remoting.send_header import (
     DEFAULT_TOPIC,
@@ -63,6 +62,8 @@ from producer._remoting.validation import (
     check_send_topic,
     validate_batch,
 )
+from producer._response_codes import ResponseCode
+from producer._types.message import Message, MessageQueue
 from producer.errors import BrokerError, LocalProtocolError, RemoteProtocolError
 
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"  # MixAll; Java heartbeats it too

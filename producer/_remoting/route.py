@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from producer._remoting.message import MessageQueue
+from producer._types.message import MessageQueue
 from producer.errors import RemoteProtocolError
 
 PERM_READ = 0x1 << 2

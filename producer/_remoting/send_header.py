@@ -19,8 +19,9 @@ from typing import Annotated
 
 import msgspec
 
-from producer._remoting.codes import RequestCode, SendStatus, send_status_for_code
 from producer._remoting.command import RemotingCommand
+from producer._remoting.request_codes import RequestCode
+from producer._response_codes import SendStatus, send_status_for_code
 from producer.errors import BrokerError, RemoteProtocolError
 
 DEFAULT_TOPIC = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC

@@ -10,7 +10,7 @@ between writes. So the header is kept as three pre-encoded pieces:
 * ``tail`` - ``","h":...,"m":"false"``: its flag and properties;
 
 and each write splices in the queue id, born time, flag and opaque. The bytes equal what
-the generic encoder (:func:`producer._remoting.frame.encode_frame`) writes for the same
+the generic encoder (:func:`producer._remoting.frame_decoder.encode_frame`) writes for the same
 command: fastjson's key order, the ext fields in ``a``..``m`` order. A test holds them equal.
 """
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import msgspec
 
-from producer._remoting.codes import FLAG_ONEWAY, PROTOCOL_VERSION, RequestCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import frame_parts
+from producer._remoting.frame_encoder import frame_parts
+from producer._remoting.request_codes import FLAG_ONEWAY, PROTOCOL_VERSION, RequestCode
 
 _json = msgspec.json.Encoder()
 _END = b',"language":"PYTHON","opaque":'

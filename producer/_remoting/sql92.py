@@ -42,7 +42,7 @@ from producer._remoting.sql92_build import (
 )
 from producer._remoting.sql92_nodes import Logic, Negate, Node, Not
 
-__all__ = ["SqlParseError", "compile_sql92"]
+__all__ = ["compile_sql92"]
 
 _LEXICAL = "org.apache.rocketmq.filter.parser.TokenMgrError: "
 

@@ -18,7 +18,6 @@ __all__ = [
     "SUBSCRIBE_ALL",
     "TAG",
     "Subscription",
-    "java_string_hash",
     "parse_subscription",
     "sql_subscription",
 ]

@@ -14,10 +14,8 @@ What the 4.9.4 client does, and this module encodes once for the client and the 
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message_codec import TRANSACTION_PREPARED_TYPE, parse_offset_msg_id
 from producer._remoting.properties import (
@@ -27,8 +25,10 @@ from producer._remoting.properties import (
     TRANSACTION_PREPARED,
     UNIQ_KEY,
 )
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.requests import PreparedMessage
 from producer._remoting.store_record import StoreRecord, decode_records
+from producer._types.transaction_state import TransactionState
 from producer.errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "EXECUTE_FAILED_REMARK",
     "CheckRequest",
     "EndTransaction",
-    "TransactionState",
     "end_after_check",
     "end_after_send",
     "end_transaction_request",
@@ -49,18 +48,6 @@ __all__ = [
 # (the recording's frames 174 and 162): the prefix, then a short description.
 EXECUTE_FAILED_REMARK = "executeLocalTransactionBranch exception: "
 CHECK_FAILED_REMARK = "checkLocalTransactionState Exception: "
-
-
-class TransactionState(enum.IntEnum):
-    """A local transaction's outcome; the value is END_TRANSACTION's ``commitOrRollback``
-    (``MessageSysFlag.TRANSACTION_COMMIT_TYPE`` 8, ``ROLLBACK_TYPE`` 12, ``NOT_TYPE`` 0)."""
-
-    COMMIT = 8
-    ROLLBACK = 12
-    UNKNOWN = 0
-
-    def __str__(self) -> str:
-        return self.name  # printed as COMMIT, not 8 (IntEnum prints its value)
 
 
 def half_message(prepared: PreparedMessage, group: str) -> PreparedMessage:

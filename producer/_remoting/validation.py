@@ -31,7 +31,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from producer._remoting.message import Message
 from producer._remoting.message_codec import MAX_PROPERTIES_BYTES
 from producer._remoting.properties import (
     KEY_SEPARATOR,
@@ -40,6 +39,7 @@ from producer._remoting.properties import (
     RESERVED_PROPERTY_NAMES_5,
 )
 from producer._remoting.retry_topics import RETRY_PREFIX
+from producer._types.message import Message
 from producer.errors import MessageValidationError
 
 TOPIC_MAX_LENGTH = 127

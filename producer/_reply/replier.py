@@ -15,11 +15,11 @@ import itertools
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
-from producer._remoting.codes import ResponseCode
 from producer._remoting.reply import Reply, reply_send_command
 from producer._remoting.send_header import parse_send_response
 from producer._remoting.uniq_key import UniqKeyGenerator
-from producer._send.result import SendResult
+from producer._response_codes import ResponseCode
+from producer._types.send_result import SendResult
 from producer.errors import LocalProtocolError, ReplyRefusedError
 
 

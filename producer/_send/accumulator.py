@@ -33,10 +33,10 @@ from typing import NamedTuple
 import anyio
 import msgspec
 
-from producer._remoting.message import Message
 from producer._remoting.requests import PreparedMessage
 from producer._send.future import SendFuture
 from producer._send.plan import SendMode
+from producer._types.message import Message
 
 #: A batch body's bytes around each message (five int32s and an int16).
 ITEM_OVERHEAD = 22

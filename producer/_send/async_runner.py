@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 
-from producer._remoting.message import Message
 from producer._remoting.requests import PreparedMessage
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture, closed_error, settle
@@ -21,6 +20,7 @@ from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender, SendJob
 from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
+from producer._types.message import Message
 
 
 class AsyncSendRunner:

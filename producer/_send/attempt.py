@@ -25,11 +25,11 @@ from latency_fault import Router
 from producer._client.clock import Clock
 from producer._client.routes import RouteTable
 from producer._remoting.command import RemotingCommand
-from producer._remoting.message import Message, MessageQueue
 from producer._remoting.send_header import parse_send_response
 from producer._send.plan import Finish, Retry, SendPlan
-from producer._send.result import SendResult
 from producer._send.telemetry import Telemetry
+from producer._types.message import Message, MessageQueue
+from producer._types.send_result import SendResult
 from producer.errors import BrokerError, ProducerError
 
 if TYPE_CHECKING:

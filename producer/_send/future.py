@@ -14,7 +14,7 @@ import anyio
 import msgspec
 
 from producer._send.plan import SendPlan
-from producer._send.result import SendResult
+from producer._types.send_result import SendResult
 from producer.errors import (
     AttemptRecord,
     Fate,

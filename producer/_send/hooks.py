@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from producer._remoting.message import Message, MessageQueue
-from producer._send.result import SendResult
+from producer._types.message import Message, MessageQueue
+from producer._types.send_result import SendResult
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer")

@@ -17,12 +17,12 @@ import random
 
 import msgspec
 
-from producer._remoting.codes import SendStatus
-from producer._remoting.message import MessageQueue
 from producer._remoting.namespace import unwrap
 from producer._remoting.send_header import SendResponseHeader
-from producer._send.result import SendResult
+from producer._response_codes import SendStatus
 from producer._send.retry_policy import RetryPolicy
+from producer._types.message import MessageQueue
+from producer._types.send_result import SendResult
 from producer.errors import (
     AttemptOutcome,
     AttemptRecord,

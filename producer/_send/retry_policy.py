@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from producer._remoting.codes import RETRIED_BY_JAVA_4_9, RETRIED_BY_JAVA_5_3, THROTTLING_CODES
+from producer._response_codes import RETRIED_BY_JAVA_4_9, RETRIED_BY_JAVA_5_3, THROTTLING_CODES
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,6 @@ from producer._send.backpressure import InFlightLimiter
 from producer._send.hooks import HookRunner
 from producer._send.options import Planner, ProducerOptions
 from producer._send.plan import SendMode
-from producer._send.result import SendResult
 from producer._send.send_tasks import AsyncSends
 from producer._send.sender import Sender, SendJob
 from producer._send.telemetry import Telemetry
@@ -35,6 +34,7 @@ from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
 from producer._send.transparent_batching import BatchSends
 from producer._transport import ConnectionPool, Connector, Runtime
+from producer._types.send_result import SendResult
 
 
 @dataclass(frozen=True, slots=True)

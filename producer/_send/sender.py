@@ -53,14 +53,14 @@ from latency_fault import Router, choose_queue, spread_batch
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, TopicRoute
-from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import PreparedMessage, build_send_request
 from producer._send.attempt import AnswerObserver, Attempt, Attempts, Outcome
 from producer._send.backpressure import InFlightLimiter
 from producer._send.hooks import AttemptContext, HookRunner
 from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan
-from producer._send.result import SendResult
 from producer._send.telemetry import Telemetry
+from producer._types.message import Message, MessageQueue
+from producer._types.send_result import SendResult
 from producer.errors import ConnectError, ProducerError
 
 

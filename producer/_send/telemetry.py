@@ -14,8 +14,8 @@ from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from producer._remoting.message import Message
-from producer._send.result import SendResult
+from producer._types.message import Message
+from producer._types.send_result import SendResult
 from producer.errors import AttemptRecord, ProducerError
 
 _SCOPE = "rocketmq-aio-producer"

@@ -21,21 +21,21 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 
 from producer._client.clock import Clock
-from producer._remoting.codes import ResponseCode
-from producer._remoting.message import Message, MessageQueue
 from producer._remoting.message_codec import COMPRESSED_FLAG
 from producer._remoting.requests import PreparedMessage, SendRequestFactory
 from producer._remoting.retry_topics import SYSTEM_PREFIXES
+from producer._response_codes import ResponseCode
 from producer._send.accumulator import Accumulator, GroupKey, Member
 from producer._send.async_runner import AsyncSendRunner
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture, closed_error, settle
 from producer._send.options import Planner, ProducerOptions
 from producer._send.plan import Finish, Retry, SendMode, SendPlan
-from producer._send.result import SendResult
 from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender, SendJob
 from producer._send.tracker import SendTracker
+from producer._types.message import Message, MessageQueue
+from producer._types.send_result import SendResult
 from producer.errors import AttemptRecord, ProducerClosedError, ProducerError
 
 log = logging.getLogger("producer")

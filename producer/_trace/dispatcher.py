@@ -29,13 +29,13 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 from anyio.abc import TaskGroup
 
-from producer._remoting.message import Message
 from producer._remoting.trace import (
     TRACE_GROUP_PREFIX,
     TraceRecord,
     encode_trace_body,
     trace_keys,
 )
+from producer._types.message import Message
 from producer.errors import ProducerError
 
 #: Stores one trace message (raises ``ProducerError`` when it cannot).

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from producer._client.upkeep import Maintenance
-from producer._remoting.message import Message
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._trace.dispatcher import TraceDispatcher, trace_group
 from producer._trace.records import PublishTrace, trace_topic
 from producer._trace.sender import TraceSender
+from producer._types.message import Message
 
 
 class PublishTracing:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from producer._consume.message import ReceivedMessage
-from producer._remoting.codes import SendStatus
-from producer._remoting.message import Message, MessageQueue
+from producer._consume.received import ReceivedMessage
 from producer._remoting.namespace import unwrap
 from producer._remoting.properties import KEYS, MSG_REGION, TRACE_ON
 from producer._remoting.trace import (
@@ -28,7 +26,9 @@ from producer._remoting.trace import (
     TraceRecord,
 )
 from producer._remoting.validation import check_send_topic
-from producer._send.result import SendResult
+from producer._response_codes import SendStatus
+from producer._types.message import Message, MessageQueue
+from producer._types.send_result import SendResult
 from producer.errors import InvalidOptionError, MessageValidationError
 
 __all__ = ["ConsumeTrace", "PublishTrace", "trace_topic"]

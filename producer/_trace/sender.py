@@ -15,10 +15,10 @@ import itertools
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
-from producer._remoting.message import Message
 from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._remoting.send_header import send_status_or_raise
 from producer._remoting.uniq_key import UniqKeyGenerator
+from producer._types.message import Message
 
 #: Java's trace producer: ``send(message, callback, 5000)``.
 TRACE_SEND_TIMEOUT_MS = 5000.0

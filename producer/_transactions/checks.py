@@ -29,19 +29,19 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from producer._consume.message import ReceivedMessage, received_message
-from producer._remoting.codes import RequestCode
+from producer._consume.received import ReceivedMessage, received_message
 from producer._remoting.command import RemotingCommand
 from producer._remoting.namespace import unwrap
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.transaction import (
     CHECK_FAILED_REMARK,
     CheckRequest,
     EndTransaction,
-    TransactionState,
     end_after_check,
     parse_check_request,
 )
 from producer._transactions.ledger import CheckStep, HalfCopy, TransactionLedger
+from producer._types.transaction_state import TransactionState
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.transactions")

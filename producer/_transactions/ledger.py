@@ -50,7 +50,7 @@ import enum
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from producer._remoting.transaction import TransactionState
+from producer._types.transaction_state import TransactionState
 
 __all__ = ["CheckStep", "HalfCopy", "TransactionLedger"]
 

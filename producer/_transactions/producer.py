@@ -20,11 +20,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from producer._client.keywords import takes_options
-from producer._consume.message import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._producer import Producer, sending_port
-from producer._remoting.codes import SendStatus
-from producer._remoting.message import Message
 from producer._remoting.message_codec import parse_offset_msg_id
 from producer._remoting.namespace import wrap
 from producer._remoting.properties import REAL_TOPIC
@@ -33,13 +30,15 @@ from producer._remoting.transaction import (
     EXECUTE_FAILED_REMARK,
     CheckRequest,
     EndTransaction,
-    TransactionState,
     end_transaction_request,
 )
-from producer._send.result import SendResult
+from producer._response_codes import SendStatus
 from producer._transactions.checks import CheckFunction, CheckServer, describe
 from producer._transactions.ledger import HalfCopy, TransactionLedger
 from producer._transactions.options import TransactionOptions
+from producer._types.message import Message
+from producer._types.send_result import SendResult
+from producer._types.transaction_state import TransactionState
 from producer.errors import (
     InvalidOptionError,
     LocalProtocolError,
@@ -409,4 +408,4 @@ async def _run_execute(
     return state, None
 
 
-__all__ = ["ExecuteFunction", "ReceivedMessage", "TransactionProducer", "TransactionResult"]
+__all__ = ["ExecuteFunction", "TransactionProducer", "TransactionResult"]

@@ -7,15 +7,10 @@
 from __future__ import annotations
 
 from producer._remoting.command import OpaqueAllocator
+from producer._remoting.request_table import ConnectionStats
 from producer._transport.anyio_backend import AnyioConnection, AnyioConnector
 from producer._transport.asyncio_backend import AsyncioConnection, AsyncioConnector
-from producer._transport.base import (
-    Connection,
-    ConnectionStats,
-    Connector,
-    parse_address,
-    process_opaques,
-)
+from producer._transport.base import Connection, Connector, parse_address, process_opaques
 from producer._transport.pool import ConnectionPool
 from producer._transport.runtime import Runtime, current_runtime
 

@@ -36,7 +36,6 @@ from producer.errors import ConnectError, InvalidOptionError, LocalProtocolError
 __all__ = [
     "CloseCallback",
     "Connection",
-    "ConnectionStats",
     "Connector",
     "client_tls",
     "connect_failure",

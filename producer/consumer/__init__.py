@@ -14,13 +14,13 @@ dead-letter queues and offsets that never pass a message in flight (docs/consumi
 """
 
 from producer._consume.decisions import ConsumeStatus
-from producer._consume.message import ReceivedMessage
 from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.pop import PoppedMessage
-from producer._remoting.message import MessageQueue
+from producer._consume.received import ReceivedMessage
 from producer._remoting.reply import Reply, create_reply
 from producer._remoting.retry_topics import dlq_topic, retry_topic
 from producer._remoting.trace import PubRecord, SubAfterRecord, SubBeforeRecord
+from producer._types.message import MessageQueue
 from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
 from producer.consumer._listener import ConsumeContext
 from producer.consumer._pop_consumer import PopConsumer

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
-from producer._consume.message import ReceivedMessage
-from producer._remoting.codes import RequestCode
+from producer._consume.received import ReceivedMessage
 from producer._remoting.command import RemotingCommand
 from producer._remoting.committed_offsets import (
     all_offsets_request,
@@ -43,7 +42,6 @@ from producer._remoting.consumer_requests import (
     unregister_consumer_request,
     update_offset_request,
 )
-from producer._remoting.message import MessageQueue
 from producer._remoting.message_codec import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK
 from producer._remoting.namespace import wrap
 from producer._remoting.properties import (
@@ -55,10 +53,12 @@ from producer._remoting.properties import (
     TRANSACTION_PREPARED,
     encode_properties,
 )
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.requests import build_retry_send_request, max_offset_request
 from producer._remoting.retry_topics import retry_topic
 from producer._remoting.route import build_subscribe_queues, master_addresses
 from producer._remoting.send_header import send_status_or_raise
+from producer._types.message import MessageQueue
 from producer.errors import NoRouteError, ProducerError
 
 log = logging.getLogger("producer.consumer")

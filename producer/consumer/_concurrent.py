@@ -23,8 +23,8 @@ import anyio
 import anyio.lowlevel
 
 from producer._consume.decisions import ConsumeStatus, expired, settle
-from producer._consume.message import ReceivedMessage
 from producer._consume.process_queue import ProcessQueue
+from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel
 from producer._remoting.retry_topics import is_dead_letter
 from producer.consumer._consumption import Consumption

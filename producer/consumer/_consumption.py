@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from anyio.abc import TaskGroup
 
-from producer._consume.message import ReceivedMessage
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
+from producer._consume.received import ReceivedMessage
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._listener import InFlight, ListenerCall
 from producer.consumer._options import ConsumerOptions

@@ -17,17 +17,17 @@ from typing import Protocol
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
-from producer._consume.message import ReceivedMessage
+from producer._consume.received import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials
 from producer._remoting.consumer_requests import PullStatus
-from producer._remoting.message import Message, MessageQueue
 from producer._remoting.properties import KEYS, RESERVED_PROPERTY_NAMES, RETRY_TOPIC, TAGS
 from producer._remoting.retry_topics import dlq_topic
 from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
-from producer._send.result import SendResult
 from producer._transport import ConnectionPool, current_runtime
+from producer._types.message import Message, MessageQueue
+from producer._types.send_result import SendResult
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import CONNECT_TIMEOUT_MS, DeadLetterOptions

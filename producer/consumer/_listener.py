@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 
 from producer._consume.decisions import ConsumeStatus
-from producer._consume.message import ReceivedMessage
 from producer._consume.policy import DEAD_LETTER, SeenRecently
-from producer._remoting.message import MessageQueue
+from producer._consume.received import ReceivedMessage
 from producer._trace.records import ConsumeTrace
+from producer._types.message import MessageQueue
 from producer.consumer._telemetry import NO_SPAN, ConsumerTelemetry
 
 log = logging.getLogger("producer.consumer")

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import anyio
 
-from producer._remoting.message import MessageQueue
+from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.errors import InvalidOptionError, ProducerError
 

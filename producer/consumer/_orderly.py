@@ -22,10 +22,10 @@ from producer._consume.decisions import (
     orderly_retry,
     suspend_ms,
 )
-from producer._consume.message import ReceivedMessage
 from producer._consume.process_queue import ProcessQueue
+from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel
-from producer._remoting.message import MessageQueue
+from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._consumption import Consumption
 from producer.consumer._listener import RUN_MAX, ConsumeContext, ListenerCall, Verdict

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Collection
 
-from producer._consume.message import ReceivedMessage
-from producer._remoting.message import MessageQueue
+from producer._consume.received import ReceivedMessage
+from producer._types.message import MessageQueue
 from producer.consumer._pull_step import Pulled
 
 __all__ = ["PullBuffer"]

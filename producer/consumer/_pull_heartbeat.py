@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import anyio
 
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import ConsumeFromWhere, ConsumerData, MessageModel
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.request_table import not_supported
 from producer._remoting.subscription import Subscription
 from producer.consumer._broker_api import BrokerApi

@@ -22,12 +22,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from producer._consume.message import ReceivedMessage, decode_pulled
+from producer._consume.received import ReceivedMessage, decode_pulled
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import PullParams, PullResult, PullStatus
-from producer._remoting.message import MessageQueue
 from producer._remoting.namespace import unwrap
 from producer._remoting.subscription import Subscription
+from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.errors import OffsetOutOfRangeError, UndecodableBodyError
 

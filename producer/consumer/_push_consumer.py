@@ -29,11 +29,10 @@ from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.process_queue import ProcessQueue
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import ConsumerData, MessageModel
-from producer._remoting.message import MessageQueue
 from producer._remoting.namespace import check_namespace, namespaced_group, wrap
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.request_table import not_supported
 from producer._remoting.retry_topics import retry_topic
 from producer._remoting.subscription import Subscription, parse_subscription
@@ -41,6 +40,7 @@ from producer._remoting.validation import check_group
 from producer._trace.records import trace_topic
 from producer._transport import current_runtime
 from producer._transport.base import client_tls
+from producer._types.message import MessageQueue
 from producer.consumer._concurrent import ConcurrentConsumption
 from producer.consumer._connect import Identity
 from producer.consumer._listener import Listener

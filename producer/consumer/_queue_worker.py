@@ -25,9 +25,9 @@ from typing import Protocol
 import anyio
 
 from producer._consume.decisions import flow_blocked
-from producer._consume.message import ReceivedMessage
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
+from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel, PullParams, PullResult, PullStatus
 from producer._remoting.subscription import Subscription
 from producer.consumer._broker_api import BrokerApi

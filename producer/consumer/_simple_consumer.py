@@ -35,7 +35,6 @@ from producer._consume.pop import (
 )
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials
-from producer._remoting.codes import POP_BROKER_VERSION, V5_2_0, version_name
 from producer._remoting.pop_batch_ack import batch_ack_request
 from producer._remoting.pop_requests import (
     MAX_POP_MESSAGES,
@@ -50,6 +49,7 @@ from producer._remoting.pop_requests import (
     pop_request,
     topic_config_request,
 )
+from producer._remoting.request_codes import POP_BROKER_VERSION, V5_2_0, version_name
 from producer._remoting.requests import max_offset_request
 from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
@@ -59,8 +59,6 @@ from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import (
     AWAIT_DURATION_MS,
     CONNECT_TIMEOUT_MS,
-    MAX_INVISIBLE_MS,
-    MIN_INVISIBLE_MS,
     SimpleOptions,
     check_int,
     check_invisible,
@@ -72,7 +70,7 @@ from producer.errors import (
     PopUnsupportedError,
 )
 
-__all__ = ["MAX_INVISIBLE_MS", "MIN_INVISIBLE_MS", "SimpleConsumer"]
+__all__ = ["SimpleConsumer"]
 
 log = logging.getLogger("producer.consumer")
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from producer._remoting.codes import ResponseCode
 from producer._remoting.consumer_requests import check_client_config_request
-from producer._remoting.sql92 import SqlParseError, compile_sql92
+from producer._remoting.sql92 import compile_sql92
+from producer._remoting.sql92_build import SqlParseError
 from producer._remoting.subscription import Subscription, parse_subscription, sql_subscription
+from producer._response_codes import ResponseCode
 from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi
 from producer.errors import BrokerError, InvalidOptionError, SqlFilterError
 

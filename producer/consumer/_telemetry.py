@@ -27,8 +27,8 @@ from opentelemetry.trace import (
     StatusCode,
 )
 
-from producer._consume.message import ReceivedMessage
-from producer._remoting.message import MessageQueue
+from producer._consume.received import ReceivedMessage
+from producer._types.message import MessageQueue
 
 __all__ = ["NO_SPAN", "ConsumerTelemetry", "metering", "tracing"]
 

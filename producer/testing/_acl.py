@@ -30,8 +30,8 @@ from producer._remoting.acl import (
     signature,
     signing_content,
 )
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer.errors import LocalProtocolError
 

@@ -24,30 +24,32 @@ import dataclasses
 import random
 from collections.abc import Callable
 
-from producer._remoting.codes import (
+from producer._remoting.command import RemotingCommand
+from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
+from producer._remoting.frame_decoder import decode_payload
+from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.pop_requests import POP_CODES
+from producer._remoting.properties import TIMER_OUT_MS
+from producer._remoting.request_codes import (
     POP_BROKER_VERSION,
     TIMER_BROKER_VERSION,
     V4_9_4,
     RequestCode,
-    ResponseCode,
 )
-from producer._remoting.command import RemotingCommand
-from producer._remoting.delay_levels import DelayLevels, parse_delay_levels
-from producer._remoting.frame import decode_payload, encode_frame
-from producer._remoting.pop_requests import POP_CODES
-from producer._remoting.properties import TIMER_OUT_MS
 from producer._remoting.send_header import (
     DEFAULT_REGION,
     HeaderFieldError,
     SendMessageRequestHeader,
     parse_send_request_header,
 )
+from producer._response_codes import ResponseCode
 from producer.testing._acl import AccessControl
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
 from producer.testing._filters import check_client_config
-from producer.testing._pop import PopSide, topic_config_answer
+from producer.testing._pop import PopSide
+from producer.testing._pop_acks import topic_config_answer
 from producer.testing._query import answer_query_message
 from producer.testing._replies import ReplyPusher
 from producer.testing._schedule import SCHEDULE_TOPIC

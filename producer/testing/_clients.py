@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import msgspec
 
-from producer._remoting.codes import ResponseCode
 from producer._remoting.command import RemotingCommand
+from producer._response_codes import ResponseCode
 from producer.testing._consume_side import ConsumeSide
 from producer.testing._producer_channels import ProducerChannels
 from producer.testing._server import Channel

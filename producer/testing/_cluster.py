@@ -14,12 +14,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from producer._lifecycle import AsyncLifecycle
-from producer._remoting.codes import V4_9_4, V5_3_3
 from producer._remoting.delay_levels import (
     DEFAULT_DELAY_LEVELS,
     parse_delay_levels,
 )
 from producer._remoting.reply import reply_topic
+from producer._remoting.request_codes import V4_9_4, V5_3_3
 from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
 from producer.testing._cluster_view import ClusterView

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import msgspec
 
-from producer._remoting.codes import RequestCode, ResponseCode
+from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
-from producer._remoting.message import MessageQueue
 from producer._remoting.message_codec import compress_body, is_compressed
 from producer._remoting.properties import TAGS, encode_properties
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.sql92_nodes import Node
 from producer._remoting.store_record import StoreRecord, body_crc
-from producer._remoting.subscription import Subscription, java_string_hash
+from producer._remoting.subscription import Subscription
+from producer._response_codes import ResponseCode
+from producer._types.message import MessageQueue
 from producer.testing._groups import LockTable
 from producer.testing._java_order import java_hash_order, queue_hash
 from producer.testing._store import BrokerStore, PendingMessage, StoredMessage, stored_size

@@ -22,11 +22,10 @@ from typing import NamedTuple
 
 import msgspec
 
-from producer._remoting.codes import FLAG_ONEWAY, V4_9_4, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from producer._remoting.delay_levels import DelayLevels
-from producer._remoting.frame import encode_frame
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.properties import (
     DELAY,
     ORIGIN_MESSAGE_ID,
@@ -35,6 +34,7 @@ from producer._remoting.properties import (
     RETRY_TOPIC,
     WAIT,
 )
+from producer._remoting.request_codes import FLAG_ONEWAY, V4_9_4, RequestCode
 from producer._remoting.retry_topics import (
     RETRY_PREFIX,
     dlq_topic,
@@ -45,6 +45,7 @@ from producer._remoting.retry_topics import (
 from producer._remoting.sql92_nodes import Node
 from producer._remoting.store_record import encode_record
 from producer._remoting.subscription import Subscription, parse_subscription
+from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import (
     QUEUE_QUERIES,
     ConsumerDataWire,

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 import msgspec
 
-from producer._remoting.codes import ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.sql92 import SqlParseError, compile_sql92
+from producer._remoting.sql92 import compile_sql92
+from producer._remoting.sql92_build import SqlParseError
 from producer._remoting.sql92_nodes import Node
 from producer._remoting.subscription import SQL92, TAG, Subscription
+from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import Refused, SubscriptionData
 
 __all__ = [

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from producer._remoting.message import MessageQueue
 from producer._remoting.subscription import Subscription
+from producer._types.message import MessageQueue
 from producer.testing._server import Channel
 
 __all__ = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from producer._remoting.message import MessageQueue
-from producer._remoting.subscription import java_string_hash
+from latency_fault import java_string_hash
+from producer._types.message import MessageQueue
 
 T = TypeVar("T")
 

@@ -9,9 +9,10 @@ server does (``broker-b`` before ``broker-a``): clients must not rely on it.
 from __future__ import annotations
 
 from latency_fault import java_string_hash
-from producer._remoting.codes import PROTOCOL_VERSION, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_payload, encode_frame
+from producer._remoting.frame_decoder import decode_payload
+from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.request_codes import PROTOCOL_VERSION, RequestCode
 from producer._remoting.route import (
     MASTER_ID,
     BrokerData,
@@ -19,6 +20,7 @@ from producer._remoting.route import (
     TopicRouteData,
     encode_route_data,
 )
+from producer._response_codes import ResponseCode
 from producer.testing._broker import not_supported
 from producer.testing._java_order import java_hash_order
 from producer.testing._server import Channel, Decider, Reply

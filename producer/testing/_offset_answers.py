@@ -18,8 +18,9 @@ integer keys bare (not JSON; the client reads both).
 
 from __future__ import annotations
 
-from producer._remoting.codes import ZERO_IF_NOT_FOUND_VERSION, ResponseCode
 from producer._remoting.command import RemotingCommand
+from producer._remoting.request_codes import ZERO_IF_NOT_FOUND_VERSION
+from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import Refused, group_queue, offset_answer
 from producer.testing._groups import ConsumerOffsets
 from producer.testing._store import BrokerStore

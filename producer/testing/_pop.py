@@ -35,9 +35,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import encode_frame
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.pop_requests import (
     FIRST_POP_TIME,
     MAX_POP_MESSAGES,
@@ -47,11 +46,13 @@ from producer._remoting.pop_requests import (
     ReceiptHandle,
     pop_retry_topic,
 )
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer._remoting.store_record import encode_record
 from producer._remoting.subscription import Subscription, parse_subscription
+from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import Refused, int_field, need, pending_copy, pulled_record
-from producer.testing._pop_acks import REVIVE_QUEUE_NUM, PopAcks, topic_config_answer
+from producer.testing._pop_acks import REVIVE_QUEUE_NUM, PopAcks
 from producer.testing._pop_state import CheckPoint, CheckPoints, OrderLock, OrderLocks
 from producer.testing._server import Channel
 from producer.testing._store import (
@@ -63,7 +64,7 @@ from producer.testing._store import (
     TopicConfig,
 )
 
-__all__ = ["PopSide", "topic_config_answer"]
+__all__ = ["PopSide"]
 
 #: ``PopRequest.isTimeout``: a held pop times out once now > bornTime + pollTime - 50.
 POLL_EARLY_MS = 50

@@ -17,10 +17,11 @@ from collections.abc import Callable
 
 import msgspec
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.pop_batch_ack import decode_batch_ack
 from producer._remoting.pop_requests import POP_ORDER_REVIVE_QUEUE, ReceiptHandle
+from producer._remoting.request_codes import RequestCode
+from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import Refused, int_field, need
 from producer.testing._pop_state import CheckPoint, CheckPoints, CkKey, OrderLocks
 from producer.testing._store import BrokerStore

@@ -15,12 +15,14 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import FLAG_COMMIT_OFFSET
-from producer._remoting.frame import decode_payload, encode_frame
+from producer._remoting.frame_decoder import decode_payload
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.properties import TAGS, UNIQ_KEY, WAIT
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.store_record import StoreRecord, body_crc, encode_record
+from producer._response_codes import ResponseCode
 from producer.testing._broker import Broker
 from producer.testing._consume_fields import MAX_TRANSFER_COUNT, int_or_zero
 from producer.testing._server import Channel, Decider, Reply

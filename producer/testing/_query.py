@@ -12,11 +12,11 @@ its reput, a few ms), so its last update is the newest record's.
 
 from __future__ import annotations
 
-from producer._remoting.codes import ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message_codec import TRANSACTION_ROLLBACK_TYPE
 from producer._remoting.query_message import UNIQUE_KEY_QUERY, UNIQUE_QUERY_MAX_NUM
 from producer._remoting.store_record import encode_record
+from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import pulled_record
 from producer.testing._store import BrokerStore, StoredMessage
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from producer._remoting.codes import V4_9_4, LanguageCode, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import encode_frame
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.properties import PUSH_REPLY_TIME, REPLY_TO_CLIENT, decode_properties
 from producer._remoting.reply import encode_java_map
+from producer._remoting.request_codes import V4_9_4, LanguageCode, RequestCode
 from producer._remoting.send_header import SendMessageRequestHeader
+from producer._response_codes import ResponseCode
 from producer.testing._producer_channels import ProducerChannels
 from producer.testing._server import Channel
 from producer.testing._store import BrokerStore, PendingMessage, StoredMessage, stored_size

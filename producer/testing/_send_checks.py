@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from producer._remoting.codes import ResponseCode
 from producer._remoting.message_codec import decode_batch, decompress_body, is_compressed
 from producer._remoting.properties import CLUSTER, DELAY, WAIT, decode_properties, encode_properties
 from producer._remoting.send_header import SendMessageRequestHeader
+from producer._response_codes import ResponseCode
 from producer.errors import ProducerError, RemoteProtocolError
 from producer.testing._store import PendingMessage, stored_size
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from ssl import SSLContext
 from typing import NamedTuple, Protocol, cast
 
-from producer._remoting.frame import MAX_FRAME_BYTES
+from producer._remoting.frame_encoder import MAX_FRAME_BYTES
 from producer.errors import RemoteProtocolError
 from producer.testing._faults import FaultDecision, FaultSpec, decide
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import struct
 
-from producer._remoting.codes import FLAG_ONEWAY, RequestCode, SerializeType
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import encode_frame, encode_header
+from producer._remoting.frame_encoder import encode_frame, encode_header
 from producer._remoting.message_codec import make_offset_msg_id
+from producer._remoting.request_codes import FLAG_ONEWAY, RequestCode, SerializeType
 from producer._remoting.send_header import DEFAULT_REGION
 from producer.errors import RemoteProtocolError
 from producer.testing._faults import FaultDecision

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from producer._remoting.codes import V5_0_0
+from producer._remoting.request_codes import V5_0_0
 
 __all__ = ["V5_OP_BATCH_INTERVAL_MS", "TransactionConfig", "op_batch_interval"]
 

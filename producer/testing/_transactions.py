@@ -31,9 +31,8 @@ import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from producer._remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import encode_frame
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.message_codec import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -49,8 +48,11 @@ from producer._remoting.properties import (
     WAIT,
     decode_properties,
 )
+from producer._remoting.request_codes import FLAG_ONEWAY, RequestCode
 from producer._remoting.store_record import encode_record
-from producer._remoting.transaction import TransactionState, parse_end_transaction
+from producer._remoting.transaction import parse_end_transaction
+from producer._response_codes import ResponseCode
+from producer._types.transaction_state import TransactionState
 from producer.errors import RemoteProtocolError
 from producer.testing._consume_fields import pulled_record
 from producer.testing._producer_channels import ProducerChannels

@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any
 
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_payload
+from producer._remoting.frame_decoder import decode_payload
 from tests.protocol.golden import golden_dir
 
 

@@ -20,13 +20,13 @@ from producer._consume.decisions import (
     start_from,
     suspend_ms,
 )
-from producer._consume.message import ReceivedMessage
 from producer._consume.offsets import OffsetTable
 from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
 from producer._consume.process_queue import ProcessQueue
+from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import ConsumeFromWhere
 from producer._remoting.delay_levels import parse_delay_levels
-from producer._remoting.message import MessageQueue
+from producer._types.message import MessageQueue
 from producer.errors import InvalidOptionError
 
 Q = MessageQueue("T", "broker-a", 0)

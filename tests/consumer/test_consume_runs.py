@@ -16,7 +16,7 @@ import anyio.lowlevel
 import pytest
 
 from producer import Message, Producer
-from producer._consume.message import decode_pulled
+from producer._consume.received import decode_pulled
 from producer._remoting.message_codec import COMPRESSED_FLAG, make_offset_msg_id
 from producer._remoting.store_record import StoreRecord, decode_records, encode_record
 from producer.consumer import ConsumeStatus, ReceivedMessage

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from producer import Message, Producer
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.namespace import MAX_NAMESPACE_LENGTH, check_namespace, unwrap, wrap
 from producer._remoting.requests import SendRequestFactory
 from producer.consumer import (

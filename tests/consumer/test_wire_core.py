@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import latency_fault
+from latency_fault import java_string_hash
 from producer._remoting.consumer_requests import (
     ConsumeFromWhere,
     ConsumerData,
@@ -27,14 +28,14 @@ from producer._remoting.consumer_requests import (
     send_back_request,
     update_offset_request,
 )
-from producer._remoting.message import MessageQueue
 from producer._remoting.store_record import (
     StoreRecord,
     body_crc,
     decode_records,
     encode_record,
 )
-from producer._remoting.subscription import java_string_hash, parse_subscription
+from producer._remoting.subscription import parse_subscription
+from producer._types.message import MessageQueue
 from producer.errors import BrokerError, RemoteProtocolError
 from tests.consumer.session import session_command, session_frames
 

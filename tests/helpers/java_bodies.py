@@ -8,8 +8,9 @@ import socket
 from types import ModuleType
 
 from producer._remoting.codecs import BodyCodecs
-from producer._remoting.codes import RequestCode
-from producer._remoting.frame import decode_frame, encode_frame
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.request_codes import RequestCode
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.testing import DevClusterThread
 from tests.helpers.push import consumer

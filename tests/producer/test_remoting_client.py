@@ -8,7 +8,6 @@ import pytest
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._remoting.command import OutgoingRequest
-from producer._remoting.message import Message, MessageQueue
 from producer._remoting.requests import (
     SendRequestFactory,
     build_send_request,
@@ -16,6 +15,7 @@ from producer._remoting.requests import (
     route_request,
 )
 from producer._transport import ConnectionPool, current_runtime
+from producer._types.message import Message, MessageQueue
 from producer.errors import Fate, RequestTimeout
 from producer.testing import DevClusterThread
 from tests.producer.conftest import TOPIC

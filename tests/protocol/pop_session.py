@@ -8,7 +8,7 @@ from functools import cache
 from typing import Any
 
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
 from tests.protocol.golden import golden_dir
 
 SESSIONS = golden_dir() / "sessions" / "pop_5_2_0"

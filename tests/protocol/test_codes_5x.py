@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from producer._remoting.codes import RETRIED_BY_JAVA_5_3, response_code_name
 from producer._remoting.send_header import SendResponseHeader
+from producer._response_codes import RETRIED_BY_JAVA_5_3, response_code_name
 from producer.errors import BrokerError
 
 FIVE_X = {

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from producer._remoting.codes import V4_9_4, V5_0_0, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.committed_offsets import (
     QueriedOffset,
     committed_in_table,
     read_query_offset,
 )
-from producer._remoting.message import MessageQueue
+from producer._remoting.request_codes import V4_9_4, V5_0_0
+from producer._response_codes import ResponseCode
+from producer._types.message import MessageQueue
 from producer.errors import BrokerError, RemoteProtocolError
 
 QUEUE = MessageQueue("Orders", "broker-a", 3)

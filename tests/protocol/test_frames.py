@@ -9,15 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producer._remoting.codes import LanguageCode, SerializeType
 from producer._remoting.command import OpaqueAllocator, RemotingCommand
-from producer._remoting.frame import (
-    MAX_FRAME_BYTES,
-    FrameDecoder,
-    decode_frame,
-    decode_payload,
-    encode_frame,
-)
+from producer._remoting.frame_decoder import FrameDecoder, decode_frame, decode_payload
+from producer._remoting.frame_encoder import MAX_FRAME_BYTES, encode_frame
+from producer._remoting.request_codes import LanguageCode, SerializeType
 from producer.errors import LocalProtocolError, RemoteProtocolError
 
 from .support import deterministic

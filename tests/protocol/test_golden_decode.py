@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from producer._remoting.codes import LanguageCode, SerializeType
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import FrameDecoder, decode_frame, encode_frame
+from producer._remoting.frame_decoder import FrameDecoder, decode_frame
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.message_codec import decode_batch, decompress_body
 from producer._remoting.properties import decode_properties
+from producer._remoting.request_codes import LanguageCode, SerializeType
 from producer._remoting.route import TopicRouteData, encode_route_data, parse_route_data
 from producer._remoting.send_header import SendMessageRequestHeader, parse_send_request_header
 

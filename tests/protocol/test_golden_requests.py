@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import pytest
 
-from producer._remoting.codes import LanguageCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame, encode_frame
-from producer._remoting.message import Message, MessageQueue
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.message_codec import decode_batch, decompress_body
 from producer._remoting.properties import KEYS, TAGS, UNIQ_KEY, WAIT, decode_properties
+from producer._remoting.request_codes import LanguageCode
 from producer._remoting.requests import (
     SendRequestFactory,
     build_send_request,
@@ -37,6 +37,7 @@ from producer._remoting.requests import (
     unregister_client_request,
 )
 from producer._remoting.send_request import SendRequest
+from producer._types.message import Message, MessageQueue
 from producer.errors import MessageValidationError
 
 from .golden import GoldenFrame, frame

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from producer._remoting.frame import decode_frame
-from producer._remoting.message import MessageQueue
+from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.requests import parse_route_response
 from producer._remoting.route import (
     BrokerData,
@@ -22,6 +21,7 @@ from producer._remoting.route import (
     master_addresses,
     parse_route_data,
 )
+from producer._types.message import MessageQueue
 from producer.errors import RemoteProtocolError, TopicNotExistError
 
 from .golden import all_frames, frame

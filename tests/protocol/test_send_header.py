@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from producer._remoting.codes import RequestCode, SendStatus
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.send_header import (
     HeaderFieldError,
     SendMessageRequestHeader,
@@ -17,6 +17,7 @@ from producer._remoting.send_header import (
     parse_send_response,
     send_status_or_raise,
 )
+from producer._response_codes import SendStatus
 from producer.errors import (
     BrokerError,
     MessageIllegalError,

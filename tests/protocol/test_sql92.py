@@ -19,11 +19,12 @@ from producer._remoting.consumer_requests import (
     check_client_config_request,
     pull_request,
 )
-from producer._remoting.frame import decode_frame
-from producer._remoting.message import MessageQueue
-from producer._remoting.sql92 import SqlParseError, compile_sql92
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.sql92 import compile_sql92
+from producer._remoting.sql92_build import SqlParseError
 from producer._remoting.sql92_nodes import SqlEvaluationError
 from producer._remoting.subscription import sql_subscription
+from producer._types.message import MessageQueue
 from tests.protocol.golden import golden_dir
 
 REFERENCE = golden_dir() / "sql92" / "selector_4_9_4.jsonl"

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from producer._client.host import local_ipv4, new_uniq_key_generator, shared_uniq_key_generator
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.properties import UNIQ_KEY, decode_properties
 from producer._remoting.uniq_key import UniqKeyGenerator, month_bounds, parse_uniq_key
 from producer.errors import LocalProtocolError

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from producer._remoting.message import Message
 from producer._remoting.validation import (
     SYSTEM_TOPICS,
     check_batch_size,
@@ -18,6 +17,7 @@ from producer._remoting.validation import (
     validate_batch,
     validate_message,
 )
+from producer._types.message import Message
 from producer.errors import LocalProtocolError, MessageValidationError
 
 

@@ -12,11 +12,12 @@ import anyio
 import pytest
 
 from producer import Message, Producer
-from producer._remoting.codes import LanguageCode, RequestCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame, encode_frame
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.properties import decode_properties
 from producer._remoting.reply import encode_java_map
+from producer._remoting.request_codes import LanguageCode, RequestCode
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage, create_reply
 from producer.testing import DevCluster
 from tests.protocol.golden import golden_dir

@@ -12,13 +12,14 @@ import msgspec
 import pytest
 
 from producer import Message
-from producer._remoting.codes import FLAG_RESPONSE, LanguageCode, RequestCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame, decode_payload, encode_frame
-from producer._remoting.message import MessageQueue
+from producer._remoting.frame_decoder import decode_frame, decode_payload
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.reply import create_reply, reply_send_command, request_properties
+from producer._remoting.request_codes import FLAG_RESPONSE, LanguageCode, RequestCode
 from producer._remoting.requests import SendRequestFactory, build_send_request, heartbeat_request
 from producer._reply.requester import Requester, _Waiter
+from producer._types.message import MessageQueue
 from producer.consumer import ReceivedMessage
 from producer.testing._broker import Broker
 from producer.testing._faults import NO_FAULT, FaultDecision

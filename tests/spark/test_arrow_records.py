@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producer._consume.message import ReceivedMessage, decode_pulled
+from producer._consume.received import ReceivedMessage, decode_pulled
 from producer._remoting import message_codec, properties, retry_topics, store_record
 from producer._remoting.message_codec import COMPRESSED_FLAG, STOREHOSTADDRESS_V6_FLAG
 from producer._remoting.store_record import StoreRecord, encode_record

@@ -10,10 +10,11 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.store_record import StoreRecord, decode_records
+from producer._response_codes import ResponseCode
 from producer.testing import DevCluster
 from tests.protocol.golden import golden_dir
 from tests.testing.rawclient import RawClient

@@ -8,9 +8,10 @@ import itertools
 import struct
 from collections.abc import Mapping
 
-from producer._remoting.codes import SerializeType
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame, encode_frame
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.request_codes import SerializeType
 
 _INT32 = struct.Struct(">i")
 _opaques = itertools.count(1)

@@ -7,10 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode, SendStatus, SerializeType
 from producer._remoting.command import RemotingCommand
-from producer._remoting.message import Message, MessageQueue
 from producer._remoting.message_codec import BatchItem, encode_batch, parse_offset_msg_id
+from producer._remoting.request_codes import RequestCode, SerializeType
 from producer._remoting.requests import (
     SendRequestFactory,
     build_send_request,
@@ -20,6 +19,8 @@ from producer._remoting.requests import (
     unregister_client_request,
 )
 from producer._remoting.send_header import parse_send_response
+from producer._response_codes import ResponseCode, SendStatus
+from producer._types.message import Message, MessageQueue
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request, send_fields
 

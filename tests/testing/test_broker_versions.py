@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from producer._remoting.codes import RequestCode
 from producer._remoting.message_codec import BatchItem, encode_batch
+from producer._remoting.request_codes import RequestCode
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request, send_fields
 

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import (
     ConsumeFromWhere,
@@ -20,9 +19,11 @@ from producer._remoting.consumer_requests import (
     pull_request,
     send_back_request,
 )
-from producer._remoting.message import MessageQueue
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.store_record import decode_records
 from producer._remoting.subscription import parse_subscription
+from producer._response_codes import ResponseCode
+from producer._types.message import MessageQueue
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request, send_fields
 

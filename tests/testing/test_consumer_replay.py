@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
 from producer.testing import DevCluster
 from tests.testing.consumer_session import frames, raw, replay_run, same_records
 from tests.testing.rawclient import RawClient

@@ -10,10 +10,11 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.requests import heartbeat_request
+from producer._response_codes import ResponseCode
 from producer.errors import RemoteProtocolError
 from producer.testing import DevCluster, FaultSpec
 from tests.helpers.loops import anyio_backend  # noqa: F401 - asyncio and uvloop

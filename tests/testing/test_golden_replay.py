@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.message_codec import make_offset_msg_id
 from producer.testing import DevCluster
 from tests.helpers.loops import anyio_backend  # noqa: F401 - asyncio and uvloop

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from producer._remoting.codes import RequestCode
+from producer._remoting.request_codes import RequestCode
 from producer.testing import DevCluster, FaultSpec
 from tests.testing.rawclient import RawClient, make_request, send_fields
 

@@ -3,7 +3,7 @@ iterates them (``RebalanceLockManager.tryLockBatch`` returns one, fastjson write
 
 from __future__ import annotations
 
-from producer._remoting.message import MessageQueue
+from producer._types.message import MessageQueue
 from producer.testing._java_order import java_hash_order, queue_hash
 
 QUEUES = [

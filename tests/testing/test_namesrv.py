@@ -6,11 +6,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode, SerializeType
-from producer._remoting.frame import decode_frame
+from latency_fault import java_string_hash
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.request_codes import RequestCode, SerializeType
 from producer._remoting.requests import parse_route_response, route_request
 from producer._remoting.route import parse_route_data
-from producer._remoting.subscription import java_string_hash
+from producer._response_codes import ResponseCode
 from producer.testing import DevCluster
 from producer.testing._java_order import java_hash_order
 from tests.protocol.golden import golden_dir

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.committed_offsets import committed_in_table, read_query_offset
-from producer._remoting.frame import decode_frame
-from producer._remoting.message import MessageQueue
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.request_codes import RequestCode
+from producer._response_codes import ResponseCode
+from producer._types.message import MessageQueue
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request
 

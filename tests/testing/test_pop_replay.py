@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from producer._consume.message import decode_pulled
+from producer._consume.received import decode_pulled
 from producer._remoting.command import RemotingCommand
 from producer._remoting.pop_requests import (
     POP_CK,

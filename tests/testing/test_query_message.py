@@ -7,13 +7,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.query_message import (
     NO_END,
     UNIQUE_KEY_QUERY,
     query_by_uniq_key,
     stored_by_uniq_key,
 )
+from producer._remoting.request_codes import RequestCode
+from producer._response_codes import ResponseCode
 from producer.errors import ProducerError
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request, send_fields

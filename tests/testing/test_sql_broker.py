@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.store_record import decode_records
 from producer.testing import DevCluster
 from tests.protocol.golden import golden_dir

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from producer import Message, Producer, SendStatus
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.properties import decode_properties
 from producer._remoting.send_header import parse_send_request_header
 from producer._remoting.trace import (

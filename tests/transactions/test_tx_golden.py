@@ -16,22 +16,24 @@ from __future__ import annotations
 
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame, encode_frame
-from producer._remoting.message import Message, MessageQueue
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.properties import decode_properties
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._remoting.transaction import (
     CHECK_FAILED_REMARK,
     EXECUTE_FAILED_REMARK,
-    TransactionState,
     end_after_check,
     end_after_send,
     end_transaction_request,
     half_message,
     parse_check_request,
 )
+from producer._response_codes import ResponseCode
+from producer._types.message import Message, MessageQueue
+from producer._types.transaction_state import TransactionState
 from producer.testing import DevCluster, TransactionConfig
 from tests.testing.rawclient import RawClient
 from tests.transactions.tx_session import command, frames, offset_of, raw

@@ -31,9 +31,9 @@ from typing import Any
 import anyio
 import pytest
 
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.request_codes import RequestCode
 from producer._remoting.store_record import StoreRecord, decode_records
 from producer.testing import DevCluster, TransactionConfig
 from tests.testing.consumer_session import SessionReplay

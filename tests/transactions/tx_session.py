@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import decode_frame
+from producer._remoting.frame_decoder import decode_frame
 from tests.protocol.golden import golden_dir
 
 SESSION = golden_dir() / "sessions" / "tx_4_9_4"

@@ -30,9 +30,10 @@ import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
-from producer._remoting.codes import FLAG_RESPONSE
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import FrameDecoder, encode_frame
+from producer._remoting.frame_decoder import FrameDecoder
+from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.request_codes import FLAG_RESPONSE
 from producer.errors import RemoteProtocolError
 
 GARBAGE = b"\x00\x00\x00\x02no"  # a frame length of 2 is below the minimum of 4

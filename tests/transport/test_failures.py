@@ -6,8 +6,8 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
+from producer._remoting.request_codes import RequestCode
 from producer._transport import AsyncioConnection, Connection, Connector
 from producer.errors import (
     ConnectionLostError,

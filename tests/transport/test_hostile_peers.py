@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import pytest
 
-from producer._remoting.codes import RequestCode
 from producer._remoting.command import RemotingCommand
-from producer._remoting.frame import encode_frame
+from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.request_codes import RequestCode
 from producer._transport import Connector
 from producer.errors import ConnectionLostError, RemoteProtocolError
 

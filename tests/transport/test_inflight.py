@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producer._remoting.codes import FLAG_RESPONSE, RequestCode
 from producer._remoting.command import OpaqueAllocator, RemotingCommand
-from producer._remoting.frame import FrameDecoder, encode_frame
+from producer._remoting.frame_decoder import FrameDecoder
+from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.request_codes import FLAG_RESPONSE, RequestCode
 from producer._remoting.request_table import EntryState, InFlight
 from producer.errors import (
     ConnectionLostError,

@@ -8,8 +8,9 @@ from collections.abc import Callable
 import anyio
 import pytest
 
-from producer._remoting.codes import RequestCode, ResponseCode
 from producer._remoting.command import OpaqueAllocator, RemotingCommand
+from producer._remoting.request_codes import RequestCode
+from producer._response_codes import ResponseCode
 from producer._transport import (
     AnyioConnector,
     AsyncioConnector,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from producer._remoting.codes import SendStatus
-from producer._remoting.message import MessageQueue
+from producer._response_codes import SendStatus
+from producer._types.message import MessageQueue
 from producer.errors import AttemptRecord
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
-from producer._remoting.message import MessageQueue
 from producer._remoting.message_codec import (
     COMPRESSED_FLAG,
     decompress_body,
@@ -24,6 +23,7 @@ from producer._remoting.properties import (
 )
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer._remoting.store_record import StoreRecord, decode_with
+from producer._types.message import MessageQueue
 from producer.errors import CodecUnavailableError, CorruptBodyError, UndecodableBodyError
 
 __all__ = ["ReceivedMessage", "decode_pulled", "received_message"]

@@ -1,38 +1,20 @@
-"""Numeric codes of the remoting protocol. The response codes' table lives below the
-error tree, in :mod:`producer._response_codes`; its names are here too, for the
-remoting core. This module imports nothing of the SDK but that table.
+"""The codes a request carries: request codes, the client's language, the header's
+serialisation and the frame flags. The response codes' table lives below the error tree,
+in :mod:`producer._response_codes` (the errors are built from it); this module imports
+nothing of the SDK.
 """
 
 from __future__ import annotations
 
 import enum
 
-from producer._response_codes import (
-    RETRIED_BY_DEFAULT,
-    RETRIED_BY_JAVA_4_9,
-    RETRIED_BY_JAVA_5_3,
-    THROTTLING_CODES,
-    ResponseCode,
-    SendStatus,
-    response_code_name,
-    send_status_for_code,
-)
-
 __all__ = [
     "FLAG_ONEWAY",
     "FLAG_RESPONSE",
     "PROTOCOL_VERSION",
-    "RETRIED_BY_DEFAULT",
-    "RETRIED_BY_JAVA_4_9",
-    "RETRIED_BY_JAVA_5_3",
-    "THROTTLING_CODES",
     "LanguageCode",
     "RequestCode",
-    "ResponseCode",
-    "SendStatus",
     "SerializeType",
-    "response_code_name",
-    "send_status_for_code",
 ]
 
 

@@ -11,32 +11,21 @@ import struct
 
 import msgspec
 
-from producer._remoting.codes import LanguageCode, SerializeType
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_encoder import (
     BINARY_FIXED,
     INT32,
     MAX_FRAME_BYTES,
-    command_frame_parts,
-    encode_frame,
-    encode_header,
-    frame_parts,
-    json_dumps,
 )
+from producer._remoting.request_codes import LanguageCode, SerializeType
 from producer.errors import RemoteProtocolError
 
 # Encoding lives in frame_encoder (the command encodes itself through it); its names
 # are here too, so that one module says how frames are read and written.
 __all__ = [
-    "MAX_FRAME_BYTES",
     "FrameDecoder",
-    "command_frame_parts",
     "decode_frame",
     "decode_payload",
-    "encode_frame",
-    "encode_header",
-    "frame_parts",
-    "json_dumps",
 ]
 
 _LANGUAGE_CODES = dict(LanguageCode.__members__)  # name -> member (__members__ copies per call)
