@@ -1,5 +1,4 @@
-"""Publishing a DataFrame, then its latency report: ``python -m examples.spark_publish_report``
-(an optional argument: how many rows, 2,000 by default).
+"""Publishing a DataFrame, then its latency report: ``python -m examples.spark_publish_report``.
 
 Needs the ``[spark]`` extra (and Java). Spark runs in ``local[2]``; its Python workers run
 this interpreter (``producer.spark`` sees to it in local mode). One broker is browned out
@@ -8,15 +7,13 @@ by 100 ms, and the report shows where the sends went and how long they took.
 
 from __future__ import annotations
 
-import sys
-
 from pyspark.sql import SparkSession
 
 from producer.spark import latency_report, publish, render_report
 from producer.testing import DevClusterThread, FaultSpec
 
 
-def main(rows: int = 2000) -> None:
+def main() -> None:
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("rocketmq-example")
@@ -30,7 +27,7 @@ def main(rows: int = 2000) -> None:
     try:
         with DevClusterThread(brokers=3, topics={"Orders": 4}) as cluster:
             cluster.set_fault("broker-b", FaultSpec(latency_ms=100))
-            orders = spark.range(rows, numPartitions=2).selectExpr(
+            orders = spark.range(2000, numPartitions=2).selectExpr(
                 "id AS order_id", "CONCAT('order ', id) AS payload"
             )
             results = publish(
@@ -51,4 +48,4 @@ def main(rows: int = 2000) -> None:
 
 
 if __name__ == "__main__":
-    main(*(int(arg) for arg in sys.argv[1:2]))
+    main()

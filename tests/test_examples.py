@@ -23,10 +23,7 @@ EXAMPLES = sorted(
     if p.name != "__init__.py" and p.stem not in TESTED_ELSEWHERE
 )
 # Arguments that make a script quicker here than its default run (README shows that one).
-ARGUMENTS = {
-    "timed_delivery": ["300"],  # the timed message 300 ms after the others
-    "spark_publish_report": ["400"],  # rows: Spark's start is the cost, not 2,000 rows
-}
+ARGUMENTS = {"timed_delivery": ["300"]}  # the timed message 300 ms after the others
 
 
 def command(example: Path) -> list[str]:
