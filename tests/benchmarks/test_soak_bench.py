@@ -1,7 +1,7 @@
-"""The soak's ``--quick`` run cut to 24 s (the suite's time; the default quick run is 60 s):
-the real command, its checks read from its result. 24 s still holds, with seed 1's schedule,
-a broker down (at ~9 s) and the name server's outage (half way), and 24 memory
-samples for the trend."""
+"""The soak's ``--quick`` run cut to 16 s (the suite's time; the default quick run is 60 s):
+the real command, its checks read from its result. 16 s still holds, with seed 1's schedule,
+a broker down (at ~9 s), then the name server's outage (half way, once that fault ends), and
+16 memory samples for the trend (measured: 73.7 s for the 60 s run, 20.1 s for this one)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from bench_support import help_text, run_benchmark
 
-DURATION_S = 24
+DURATION_S = 16
 
 
 @pytest.mark.timeout(150)
