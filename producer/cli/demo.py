@@ -21,9 +21,10 @@ from typing import TextIO
 import anyio
 from rich.console import Console
 
-from latency_fault import ROUTER_NAMES
+from latency_fault import ROUTER_NAMES, AdaptiveConfig, AdaptiveRouter
 from producer import Message, Producer, SendFuture, SendResult
 from producer.cli.common import MAX_LINE, positive_float, wrapped
+from producer.cli.demo_bound import brown_out_line, measure_brown_out, stall_threshold_ms
 from producer.cli.demo_ledger import MsgIdLedger, judge
 from producer.cli.demo_view import (
     Display,
@@ -31,11 +32,10 @@ from producer.cli.demo_view import (
     PhaseSpan,
     PlainDisplay,
     ViewContext,
-    brown_out_line,
     phase_table,
     verdict_lines,
 )
-from producer.cli.stats import LiveStats, SendOutcome
+from producer.cli.stats import LiveStats, SendOutcome, Tally
 from producer.errors import ProducerError
 from producer.testing import DevCluster, FaultSpec
 
@@ -43,6 +43,7 @@ __all__ = ["Phase", "add_demo_arguments", "build_timeline", "run_demo"]
 
 TOPIC = "DemoOrders"
 BROWN_OUT_MS = 300.0
+SLOW_BROKER = "broker-b"
 PACE_TICK_S = 0.005  # the pacer tops up to the target count this often
 REFRESH_S = 0.25  # display updates: ~4 per second
 BODY = b"x" * 128
@@ -81,9 +82,9 @@ def build_timeline(duration_s: float) -> list[Phase]:
     return [
         Phase("healthy", quarter),
         Phase(
-            f"broker-b brown-out +{BROWN_OUT_MS:g} ms",
+            f"{SLOW_BROKER} brown-out +{BROWN_OUT_MS:g} ms",
             quarter,
-            (("broker-b", FaultSpec(latency_ms=BROWN_OUT_MS)),),
+            ((SLOW_BROKER, FaultSpec(latency_ms=BROWN_OUT_MS)),),
         ),
         Phase(
             "broker-b healed, broker-c down",
@@ -95,32 +96,49 @@ def build_timeline(duration_s: float) -> list[Phase]:
 
 
 class DemoRun:
-    """What the pacer, the timeline and the display share while the demo runs."""
+    """What the pacer, the timeline and the display share while the demo runs.
 
-    def __init__(self, producer: Producer, ledger: MsgIdLedger, stats: LiveStats) -> None:
+    Besides the statistics it keeps, per phase, the pacer's intervals between rounds of
+    sends and a tally of the sends issued right after a stall of the event loop of at
+    least ``stall_ms`` (the ROUTING verdict sets those aside: see ``demo_bound``)."""
+
+    def __init__(
+        self, producer: Producer, ledger: MsgIdLedger, stats: LiveStats, stall_ms: float
+    ) -> None:
         self.producer = producer
         self.ledger = ledger
         self.stats = stats
+        self.stall_ms = stall_ms
         self.phase = "starting"
         self.spans: list[PhaseSpan] = []
+        self.ticks: dict[str, list[float]] = {}
+        self.after_stall: dict[str, Tally] = {}
         self._futures: list[SendFuture] = []
         self._start = anyio.current_time()
 
     def now_ms(self) -> float:
         return (anyio.current_time() - self._start) * 1000.0
 
-    def send_one(self) -> None:
+    def note_tick(self, interval_ms: float) -> bool:
+        """Note the pacer's interval since its last round; returns whether it was a stall."""
+        self.ticks.setdefault(self.phase, []).append(interval_ms)
+        return interval_ms >= self.stall_ms
+
+    def send_one(self, *, after_stall: bool = False) -> None:
         """Start one ``send_async``; its callbacks file the outcome under today's phase."""
         message, phase, started = Message(TOPIC, BODY), self.phase, self.now_ms()
 
+        def settle(outcome: SendOutcome) -> None:
+            self.stats.record(outcome, now_ms=started + outcome.latency_ms, phase=phase)
+            if after_stall:
+                self.after_stall.setdefault(phase, Tally()).add(outcome)
+
         def succeeded(result: SendResult) -> None:
-            now = self.now_ms()
-            self.stats.record(SendOutcome.of_result(result, now - started), now_ms=now, phase=phase)
+            settle(SendOutcome.of_result(result, self.now_ms() - started))
             self.ledger.on_success(message, result)
 
         def failed(error: ProducerError) -> None:
-            now = self.now_ms()
-            self.stats.record(SendOutcome.of_error(error, now - started), now_ms=now, phase=phase)
+            settle(SendOutcome.of_error(error, self.now_ms() - started))
             self.ledger.on_failure(message, error)
 
         self._futures.append(self.producer.send_async(message, succeeded, failed))
@@ -137,11 +155,14 @@ async def _pace(run: DemoRun, rate: float, stop: anyio.Event) -> None:
     # Top up to rate x elapsed rather than sleeping 1/rate per send: sleeps overshoot,
     # so per-send sleeping would fall behind the rate asked for.
     start, issued = run.now_ms(), 0
+    last = start
     while not stop.is_set():
-        due = int((run.now_ms() - start) * rate / 1000.0) + 1
+        now = run.now_ms()
+        stalled = run.note_tick(now - last)
+        due = int((now - start) * rate / 1000.0) + 1
         for _ in range(due - issued):
-            run.send_one()
-        issued = max(issued, due)
+            run.send_one(after_stall=stalled)
+        issued, last = max(issued, due), now
         await anyio.sleep(PACE_TICK_S)
 
 
@@ -199,6 +220,29 @@ def _display(
     return PlainDisplay(stats, ctx, console)
 
 
+def _adaptive_config(producer: Producer) -> AdaptiveConfig:
+    """The adaptive router's tuning (its defaults when another routing runs: the verdict
+    states what adaptive routing would be allowed)."""
+    router = producer.router
+    return router.config if isinstance(router, AdaptiveRouter) else AdaptiveConfig()
+
+
+def _routing_line(run: DemoRun, ctx: ViewContext, config: AdaptiveConfig, duration_s: float) -> str:
+    healthy, brown_out = build_timeline(duration_s)[:2]
+    span = next((s for s in run.spans if s.name == brown_out.name), None)
+    tally = run.stats.phase(brown_out.name)
+    measure = measure_brown_out(
+        tally,
+        run.after_stall.get(brown_out.name, Tally()),
+        SLOW_BROKER,
+        seconds=span.seconds if span is not None else 0.0,
+        ticks=run.ticks.get(brown_out.name, []),
+        brokers=ctx.brokers,
+    )
+    before = run.stats.phase(healthy.name)
+    return brown_out_line(before, tally, measure, SLOW_BROKER, BROWN_OUT_MS, config)
+
+
 async def run_demo(
     args: argparse.Namespace, *, out: TextIO | None = None, stop: anyio.Event | None = None
 ) -> int:
@@ -210,8 +254,9 @@ async def run_demo(
         producer = Producer(
             "demo-producer", cluster.namesrv_addr, routing=args.routing, hooks=[ledger]
         )
+        config = _adaptive_config(producer)
         async with producer:
-            run = DemoRun(producer, ledger, stats)
+            run = DemoRun(producer, ledger, stats, stall_threshold_ms(BROWN_OUT_MS, config))
             await _run_timeline(run, cluster, args, _display(args, stats, ctx, console), stop)
         verdict = judge(
             ledger,
@@ -222,8 +267,7 @@ async def run_demo(
         )
     console.print(phase_table(stats, ctx, run.spans))
     lines = verdict_lines(verdict)
-    healthy, brown_out = (stats.phase(phase.name) for phase in build_timeline(args.duration_s)[:2])
-    lines.insert(1, brown_out_line(healthy, brown_out, "broker-b", BROWN_OUT_MS))
+    lines.insert(1, _routing_line(run, ctx, config, args.duration_s))
     if stop.is_set():
         lines.insert(0, f"interrupted after {run.now_ms() / 1000:.1f} s: the summary so far")
     for line in lines:

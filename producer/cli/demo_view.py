@@ -270,30 +270,3 @@ class PlainDisplay:
 
     def stop(self) -> None:
         pass
-
-
-#: The brown-out's promise (issue 10), stated against what the demo injects rather than
-#: against the healthy phase's p99, which a busy machine moves: fewer than 1 send in 100
-#: waits on the slowed broker, so the brown-out's p99 is not the injected delay.
-BROWN_OUT_MAX_SHARE = 0.01
-
-
-def brown_out_line(healthy: Tally, brown_out: Tally, slow_broker: str, injected_ms: float) -> str:
-    """Whether routing kept the brown-out's p99 free of the ``injected_ms`` it added to
-    ``slow_broker``: held when under 1% of the phase's sends were stored there (each of
-    those waited the injected delay; the rest never met it). The p99s are shown for what
-    they are: the machine's own load is in both."""
-    share = brown_out.share(slow_broker)
-    before, during = healthy.latency(99), brown_out.latency(99)
-    if during is None:
-        return f"ROUTING: not enough sends to judge the brown-out of {slow_broker}"
-    held = share < BROWN_OUT_MAX_SHARE
-    verdict = "held" if held else "did NOT hold"
-    measured = f"brown-out p99 {during:.1f} ms"
-    if before is not None:
-        measured += f", healthy p99 {before:.1f} ms"
-    return (
-        f"ROUTING: {slow_broker} was slowed by {injected_ms:g} ms; {100 * share:.1f}% of the "
-        f"brown-out's sends waited on it (under {100 * BROWN_OUT_MAX_SHARE:g}% keeps the "
-        f"injected delay out of the p99): {verdict} ({measured})"
-    )

@@ -16,7 +16,7 @@ STRATEGIES = {"off", "classic_4_9", "classic_5", "adaptive"}
 def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
     document = run_benchmark(
         "faults",
-        "--quick --window 1.5 --warmup 0.5 --rates 100 --scenario healthy --scenario brownout",
+        "--quick --window 1.0 --warmup 0.3 --rates 100 --scenario healthy --scenario brownout",
         tmp_path,
         timeout=90,
     )

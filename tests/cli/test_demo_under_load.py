@@ -30,8 +30,19 @@ def cpu_hog() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("cpu_hog")
-@pytest.mark.parametrize(("routing", "verdict"), [("adaptive", "held"), ("off", "did NOT hold")])
-async def test_the_routing_verdict_is_true_beside_a_cpu_hog(routing: str, verdict: str) -> None:
+@pytest.mark.parametrize(
+    ("routing", "verdicts"),
+    [
+        ("adaptive", ["held"]),
+        # Starved so hard that the healthy brokers answer in over a third of the injected
+        # delay, the allowance nears broker-b's round-robin share and the verdict says it
+        # cannot tell (seen once in 12 runs beside four busy processes); never "held".
+        ("off", ["did NOT hold", "not judged"]),
+    ],
+)
+async def test_the_routing_verdict_is_true_beside_a_cpu_hog(
+    routing: str, verdicts: list[str]
+) -> None:
     out = io.StringIO()
     argv = ["demo", "--duration-s", "8", "--rate", "400", "--no-live", "--routing", routing]
     with anyio.fail_after(100):  # a hang guard
@@ -39,4 +50,5 @@ async def test_the_routing_verdict_is_true_beside_a_cpu_hog(routing: str, verdic
     text = " ".join(out.getvalue().split())  # the line may be wrapped
     assert code == 0, text
     routing_line = text[text.index("ROUTING:") :]
-    assert f"the p99): {verdict} (" in routing_line, routing_line[:300]
+    said = routing_line[: routing_line.index(" (brown-out p99")].rsplit(": ", 1)[-1]
+    assert said.split(" (")[0] in verdicts, routing_line[:500]

@@ -20,10 +20,16 @@ LOOP_SENDS = 40  # per loop, 64 loops
 
 
 def assert_even(cluster: DevClusterThread, total: int) -> None:
+    """Each broker holds a third of the ``total`` sends, +-TOLERANCE. A copy stored by a
+    retry after a lost answer (on a loaded machine an attempt can outlive its timeout on
+    the loop's clock) is one more routing decision, wherever it went: a broker may hold
+    up to one more message per extra copy counted (measured: stored minus sent)."""
     counts = {b: cluster.message_count(TOPIC, broker=b) for b in cluster.broker_names}
-    assert sum(counts.values()) >= total  # more: a retry after a lost answer stores twice
+    extra = sum(counts.values()) - total
+    assert extra >= 0  # never fewer: every send was acknowledged
     shares = {b: n / total for b, n in counts.items()}
-    assert all(abs(share - 1 / 3) <= TOLERANCE for share in shares.values()), shares
+    low, high = 1 / 3 - TOLERANCE, 1 / 3 + TOLERANCE + extra / total
+    assert all(low <= share <= high for share in shares.values()), (shares, extra)
 
 
 @pytest.mark.parametrize("routing", ["adaptive", "off", "classic_4_9", "classic_5"])

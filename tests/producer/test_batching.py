@@ -62,8 +62,12 @@ async def test_concurrent_sends_leave_as_batches_each_with_its_own_result(
         results = await send_all(p, [Message(TOPIC, b"m%d" % i) for i in range(100)])
         served = requests_served(cluster) - before
     assert all(isinstance(r, SendResult) for r in results)
-    # the first alone, the other 99 dealt over the 12 queues: one batch per queue
-    assert served <= QUEUES + 1, f"100 concurrent sends took {served} requests: not batched"
+    # the first alone, the other 99 dealt over the 12 queues: one batch per queue; plus one
+    # request per retry counted (on a loaded machine an attempt can outlive its share of
+    # the budget on the loop's clock, and its retry is a request of its own)
+    retries = sum(len(r.attempts) - 1 for r in results)
+    allowed = QUEUES + 1 + retries
+    assert served <= allowed, f"100 concurrent sends took {served} requests: not batched"
     stored = {m.uniq_key: m for m in cluster.messages(TOPIC)}
     assert len({r.msg_id for r in results}) == 100
     for i, result in enumerate(results):

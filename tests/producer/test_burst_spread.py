@@ -14,7 +14,7 @@ import pytest
 
 from producer import Message, Producer
 from producer.errors import NoRouteError, ProducerClosedError, ProducerError
-from producer.testing import DevClusterThread, FaultSpec
+from producer.testing import DevClusterThread, FaultSpec, StoredMessage
 from tests.helpers.clocks import StillClock
 from tests.producer.conftest import TOPIC
 
@@ -32,7 +32,16 @@ def spread_cluster(request: pytest.FixtureRequest) -> Iterator[DevClusterThread]
 
 
 def stored_per_queue(cluster: DevClusterThread) -> Counter[tuple[str, int]]:
-    return Counter((m.broker_name, m.queue_id) for m in cluster.messages(TOPIC))
+    """Each message once, on the queue of its first stored copy. On a loaded machine an
+    attempt can outlive its timeout on the loop's clock (the producer's clock stands
+    still, the connection's does not) and be retried: the second copy is the retry rule's
+    choice, not the dealing's, and is not counted (seen: 1,015 stored for 1,000 sends)."""
+    first: dict[str, StoredMessage] = {}
+    for message in cluster.messages(TOPIC):
+        key = message.uniq_key or message.offset_msg_id
+        if key not in first or message.store_timestamp < first[key].store_timestamp:
+            first[key] = message
+    return Counter((m.broker_name, m.queue_id) for m in first.values())
 
 
 def assert_fair(cluster: DevClusterThread, burst: Counter[tuple[str, int]], label: str) -> None:
