@@ -57,6 +57,32 @@ class HookRunner:
             await _call(hook, ctx)
 
 
+def attempt_contexts(
+    group: str,
+    messages: Sequence[tuple[Message, str]],
+    queue: MessageQueue,
+    addr: str,
+    number: int,
+) -> list[AttemptContext]:
+    """One context per ``(message, msg_id)``: hooks see each member of a transparent batch."""
+    return [AttemptContext(group, m, queue, addr, number, msg_id) for m, msg_id in messages]
+
+
+def tell_contexts(
+    contexts: list[AttemptContext],
+    latency_ms: float | None,
+    result: SendResult | None,
+    error: ProducerError | None,
+) -> None:
+    """The hooks' contexts learn how the settled attempt went."""
+    for ctx in contexts:
+        ctx.latency_ms = latency_ms
+        if error is None:
+            ctx.result = result
+        else:
+            ctx.error = error
+
+
 async def _call(hook: Any, ctx: AttemptContext) -> None:
     try:
         outcome = hook(ctx)

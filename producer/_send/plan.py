@@ -71,6 +71,12 @@ class Finish(msgspec.Struct, frozen=True):
     result: SendResult | None = None
     error: ProducerError | None = None
 
+    def outcome(self) -> SendResult | None:
+        """The result (``None``: oneway), or the final error raised."""
+        if self.error is not None:
+            raise self.error
+        return self.result
+
 
 def outcome_of(error: ProducerError) -> AttemptOutcome:
     """How an attempt's error is recorded in the history."""
@@ -148,6 +154,11 @@ class SendPlan:
         attempts_left = self.max_attempts - len(self.attempts)
         timeout = self.policy.attempt_timeout_ms(remaining, attempts_left)
         return Dispatch(len(self.attempts) + 1, timeout)
+
+    def backoff_s(self, retry: Retry, now_ms: float) -> float:
+        """How long to wait before the next attempt: ``retry``'s back-off, never past the
+        deadline (seconds, for the sleep)."""
+        return max(min(retry.backoff_ms, self.deadline_ms - now_ms), 0.0) / 1000.0
 
     def timeout_error(self) -> SendTimeout:
         """The budget ran out: a ``TimeoutError`` carrying the last attempt's error."""

@@ -56,7 +56,7 @@ from producer._client.routes import RouteTable, TopicRoute
 from producer._remoting.requests import PreparedMessage, build_send_request
 from producer._send.attempt import AnswerObserver, Attempt, Attempts, Outcome
 from producer._send.backpressure import InFlightLimiter
-from producer._send.hooks import AttemptContext, HookRunner
+from producer._send.hooks import AttemptContext, HookRunner, attempt_contexts, tell_contexts
 from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan
 from producer._send.telemetry import Telemetry
 from producer._types.message import Message, MessageQueue
@@ -187,7 +187,7 @@ class Sender:
         while True:
             step = plan.next_attempt(now)
             if isinstance(step, Finish):
-                return _outcome_of(step)
+                return step.outcome()
             if step.number > 1:
                 route = self.routes.cached(route.topic) or route  # a refresh may have landed
             first = send.job.first_queue
@@ -198,9 +198,9 @@ class Sender:
             )
             decision, now = await self._attempt(send, route, queue, step, now)
             if isinstance(decision, Finish):
-                return _outcome_of(decision)
+                return decision.outcome()
             if decision.backoff_ms > 0:
-                await self._back_off(decision, plan, now)
+                await anyio.sleep(plan.backoff_s(decision, now))
                 now = self.clock.monotonic_ms()
 
     # -- the first attempt without a task (asyncio) -------------------------------------
@@ -296,7 +296,7 @@ class Sender:
         """The rest of a send whose first attempt :meth:`start_first` made: its back-off,
         then the attempts its plan has left (it keeps its in-flight slot)."""
         if retry.backoff_ms > 0:
-            await self._back_off(retry, plan, self.clock.monotonic_ms())
+            await anyio.sleep(plan.backoff_s(retry, self.clock.monotonic_ms()))
         return await self.run(job, plan)
 
     def _select(self, job: SendJob, plan: SendPlan, route: TopicRoute, now: float) -> MessageQueue:
@@ -308,10 +308,6 @@ class Sender:
             order_key=job.order_key,
         )
 
-    async def _back_off(self, decision: Retry, plan: SendPlan, now: float) -> None:
-        remaining = plan.deadline_ms - now
-        await anyio.sleep(max(min(decision.backoff_ms, remaining), 0.0) / 1000.0)
-
     async def _attempt(
         self, send: _Send, route: TopicRoute, queue: MessageQueue, step: Dispatch, now: float
     ) -> tuple[Retry | Finish, float]:
@@ -320,7 +316,12 @@ class Sender:
         addr = _master_addr(route, queue)
         contexts: list[AttemptContext] = []
         if self.hooks.active:
-            contexts = self._hook_contexts(job, queue, addr, step.number)
+            pairs = (
+                list(zip(job.members, job.msg_ids, strict=True))
+                if job.members
+                else [(job.message, job.prepared.msg_id)]
+            )
+            contexts = attempt_contexts(self.group, pairs, queue, addr, step.number)
             for ctx in contexts:
                 await self.hooks.before(ctx)
             now = self.clock.monotonic_ms()
@@ -344,7 +345,7 @@ class Sender:
             raise
         decision = attempt.settle(outcome)
         if contexts:
-            _tell_contexts(contexts, attempt)
+            tell_contexts(contexts, attempt.latency_ms, plan.last_result, attempt.error)
         if send.spans:  # none: telemetry is off
             messages = len(job.members) or 1
             record = plan.attempts[-1]
@@ -356,19 +357,6 @@ class Sender:
             now = self.clock.monotonic_ms()
         return decision, now
 
-    def _hook_contexts(
-        self, job: SendJob, queue: MessageQueue, addr: str, number: int
-    ) -> list[AttemptContext]:
-        """One context per message: hooks see each member of a transparent batch."""
-        if not job.members:
-            return [
-                AttemptContext(self.group, job.message, queue, addr, number, job.prepared.msg_id)
-            ]
-        return [
-            AttemptContext(self.group, message, queue, addr, number, msg_id)
-            for message, msg_id in zip(job.members, job.msg_ids, strict=True)
-        ]
-
     def _seconds_since(self, started_ms: float) -> float:
         return (self.clock.monotonic_ms() - started_ms) / 1000.0
 
@@ -379,24 +367,6 @@ def _name_msg_id(error: ProducerError, job: SendJob) -> ProducerError:
     if error.msg_id is None:
         error.msg_id = job.prepared.msg_id
     return error
-
-
-def _outcome_of(finish: Finish) -> SendResult | None:
-    """A finished send's result (``None``: oneway), or its final error raised."""
-    if finish.error is not None:
-        raise finish.error
-    return finish.result
-
-
-def _tell_contexts(contexts: list[AttemptContext], attempt: Attempt) -> None:
-    """The hooks' contexts learn how the settled attempt went."""
-    result = attempt.plan.last_result
-    for ctx in contexts:
-        ctx.latency_ms = attempt.latency_ms
-        if attempt.error is None:
-            ctx.result = result
-        else:
-            ctx.error = attempt.error
 
 
 def _master_addr(route: TopicRoute, queue: MessageQueue) -> str:
