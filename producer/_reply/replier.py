@@ -10,15 +10,16 @@ code 325, raise :class:`~producer.errors.ReplyRefusedError` naming the fix.
 
 from __future__ import annotations
 
-import itertools
-
 from producer._client.clock import Clock
+from producer._client.in_turn import InTurn
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
+from producer._remoting.command import OutgoingRequest
 from producer._remoting.reply import Reply, reply_send_command
 from producer._remoting.send_header import parse_send_response
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._response_codes import ResponseCode
+from producer._types.message import MessageQueue
 from producer._types.send_result import SendResult
 from producer.errors import LocalProtocolError, ReplyRefusedError
 
@@ -36,11 +37,7 @@ class Replier:
         uniq_keys: UniqKeyGenerator,
     ) -> None:
         self.group = group
-        self._client = client
-        self._routes = routes
-        self._clock = clock
-        self._uniq_keys = uniq_keys
-        self._turn = itertools.count()
+        self._in_turn = InTurn(client=client, routes=routes, clock=clock, uniq_keys=uniq_keys)
 
     async def send_reply(self, reply: Reply, timeout_ms: float) -> SendResult:
         """Send ``reply``; its result names where the broker stored it."""
@@ -48,13 +45,11 @@ class Replier:
             raise LocalProtocolError(
                 f"send_reply() takes what create_reply() returns, got {type(reply).__name__}"
             )
-        deadline = self._clock.monotonic_ms() + timeout_ms
-        queue, addr = await self._routes.queue_in_turn(reply.topic, deadline, next(self._turn))
-        wall = self._clock.wall_ms()
-        uniq_key = self._uniq_keys.next_id(wall)
-        command = reply_send_command(self.group, reply, uniq_key, queue.queue_id, wall)
-        remaining = max(deadline - self._clock.monotonic_ms(), 1.0)
-        response = await self._client.invoke(addr, command, remaining)
+
+        def request(queue: MessageQueue, wall: int, uniq_key: str) -> OutgoingRequest:
+            return reply_send_command(self.group, reply, uniq_key, queue.queue_id, wall)
+
+        queue, addr, uniq_key, response = await self._in_turn.send(reply.topic, timeout_ms, request)
         if response.code != ResponseCode.SUCCESS:
             raise _refused(response.code, response.remark, addr, reply)
         status, header = parse_send_response(response)

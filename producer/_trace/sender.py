@@ -10,15 +10,15 @@ announced in heartbeats.
 
 from __future__ import annotations
 
-import itertools
-
 from producer._client.clock import Clock
+from producer._client.in_turn import InTurn
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
+from producer._remoting.command import OutgoingRequest
 from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._remoting.send_header import send_status_or_raise
 from producer._remoting.uniq_key import UniqKeyGenerator
-from producer._types.message import Message
+from producer._types.message import Message, MessageQueue
 
 #: Java's trace producer: ``send(message, callback, 5000)``.
 TRACE_SEND_TIMEOUT_MS = 5000.0
@@ -37,21 +37,15 @@ class TraceSender:
         uniq_keys: UniqKeyGenerator,
     ) -> None:
         self.group = group
-        self._client = client
-        self._routes = routes
-        self._clock = clock
-        self._uniq_keys = uniq_keys
         self._factory = SendRequestFactory(group)
-        self._turn = itertools.count()
+        self._in_turn = InTurn(client=client, routes=routes, clock=clock, uniq_keys=uniq_keys)
 
     async def __call__(self, message: Message) -> None:
         """Store ``message`` on one queue of its topic (round robin); raises
         ``ProducerError`` when the broker refuses it or cannot be reached."""
-        deadline = self._clock.monotonic_ms() + TRACE_SEND_TIMEOUT_MS
-        queue, addr = await self._routes.queue_in_turn(message.topic, deadline, next(self._turn))
-        wall = self._clock.wall_ms()
-        prepared = self._factory.prepare(message, self._uniq_keys.next_id(wall))
-        request = build_send_request(prepared, queue, wall)
-        remaining = deadline - self._clock.monotonic_ms()
-        response = await self._client.invoke(addr, request, max(remaining, 1.0))
-        send_status_or_raise(response.code, response.remark)
+
+        def request(queue: MessageQueue, wall: int, uniq_key: str) -> OutgoingRequest:
+            return build_send_request(self._factory.prepare(message, uniq_key), queue, wall)
+
+        sent = await self._in_turn.send(message.topic, TRACE_SEND_TIMEOUT_MS, request)
+        send_status_or_raise(sent.response.code, sent.response.remark)
