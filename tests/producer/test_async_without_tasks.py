@@ -89,11 +89,11 @@ def test_a_lone_send_never_joins_a_group_nor_opens_one(loop: str) -> None:
     assert tasks_made(LONE, loop) == 0
 
 
-def tasks_made(script: str, argument: str) -> int:
-    """Run ``script`` in a fresh interpreter (no task left over from other tests); it
-    prints the number of tasks (or, LONE, flushes) it saw made."""
+def run_fresh(script: str, *arguments: str) -> str:
+    """What ``script`` prints, run in a fresh interpreter (no task or loop left over from
+    other tests); a failing script fails the test with its stderr."""
     done = subprocess.run(
-        [sys.executable, "-c", script, argument],
+        [sys.executable, "-c", script, *arguments],
         capture_output=True,
         text=True,
         timeout=60,
@@ -101,7 +101,12 @@ def tasks_made(script: str, argument: str) -> int:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
-    return int(done.stdout.strip())
+    return done.stdout.strip()
+
+
+def tasks_made(script: str, argument: str) -> int:
+    """The number of tasks (or, LONE, flushes) ``script`` saw made, run fresh."""
+    return int(run_fresh(script, argument))
 
 
 ONE_COROUTINE = """
@@ -148,16 +153,7 @@ def test_a_lone_send_is_one_coroutine_straight_to_the_connection() -> None:
     """A lone ``await send`` (batching on, the default) suspends in ``Producer.send``
     itself, on its connection's loop future - no coroutine between them, no task - and,
     cancelled there, lets go of everything (S5, S8)."""
-    done = subprocess.run(
-        [sys.executable, "-c", ONE_COROUTINE],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = json.loads(run_fresh(ONE_COROUTINE).splitlines()[-1])
     assert report["chain"] == ["Producer.send"]
     assert report["awaits"] == "FutureIter"  # the loop future itself, awaited
     assert report["out"] == 1
