@@ -31,13 +31,13 @@ from producer._request_reply import RequestReply
 from producer._send.attempt import Outcome
 from producer._send.future import OnException, OnSuccess, SendFuture
 from producer._send.hooks import HookRunner
+from producer._send.job import SendJob
 from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import CompressType, ProducerOptions, Routing
 from producer._send.plan import Retry, SendMode
 from producer._send.port import ProducerPort
 from producer._send.retry_policy import RetryPolicy
 from producer._send.running import Parts, Running, start_running
-from producer._send.sender import SendJob
 from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
 from producer._trace.publishing import publish_tracing
@@ -287,7 +287,7 @@ class Producer(AsyncLifecycle):
                 raise
             settled = sender.settle_lone(first, outcome)
             if isinstance(settled, Retry):
-                settled = await sender.resume_lone(first, settled)
+                settled = await sender.resume_lone(first)
             return _answered(settled)
         finally:
             self._tracker.end(ticket)

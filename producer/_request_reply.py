@@ -19,9 +19,9 @@ from producer._remoting.requests import PreparedMessage
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._reply.replier import Replier
 from producer._reply.requester import Requester
+from producer._send.job import SendJob
 from producer._send.plan import SendMode
 from producer._send.running import Running
-from producer._send.sender import SendJob
 from producer._types.message import Message
 from producer._types.send_result import SendResult
 from producer.errors import LocalProtocolError, ProducerClosedError

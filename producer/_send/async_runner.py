@@ -14,10 +14,11 @@ import functools
 from producer._remoting.requests import PreparedMessage
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture, closed_error, settle
+from producer._send.job import SendJob
 from producer._send.options import Planner
 from producer._send.plan import Finish, Retry, SendMode, SendPlan
 from producer._send.send_tasks import Spawn
-from producer._send.sender import Sender, SendJob
+from producer._send.sender import Sender
 from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
 from producer._types.message import Message
@@ -78,24 +79,17 @@ class AsyncSendRunner:
     def start(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
         """Run ``job`` (its ticket taken, its in-flight slot too if ``job.holds_slot``)."""
         if not job.holds_slot:
-            self._spawn_run(job, plan, future, None)
+            self._spawn_run(job, plan, future)
             return
         first = self._sender.start_first(job, plan)
         if isinstance(first, SendJob):  # not started: a task makes every attempt
-            self._spawn_run(first, plan, future, None)
+            self._spawn_run(first, plan, future)
         else:  # out, with no task of its own
             first.when_settled(functools.partial(self._settled, job, plan, future))
 
-    def _spawn_run(
-        self, job: SendJob, plan: SendPlan, future: SendFuture, retry: Retry | None
-    ) -> None:
+    def _spawn_run(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
         self._spawn(
-            self._run,
-            job,
-            plan,
-            future,
-            retry,
-            if_never_ran=lambda: self._abandon(job, plan, future),
+            self._run, job, plan, future, if_never_ran=lambda: self._abandon(job, plan, future)
         )
 
     def _settled(
@@ -103,7 +97,7 @@ class AsyncSendRunner:
     ) -> None:
         """A task-less first attempt is over: the send is finished, or goes on in a task."""
         if isinstance(decision, Retry):
-            self._spawn_run(job, plan, future, decision)
+            self._spawn_run(job, plan, future)  # the plan holds its back-off
             return
         self._limiter.release(len(job.prepared.body))
         self._tracker.end(job.ticket)
@@ -113,14 +107,10 @@ class AsyncSendRunner:
             assert decision.result is not None
             future.set_result(decision.result)
 
-    async def _run(
-        self, job: SendJob, plan: SendPlan, future: SendFuture, retry: Retry | None
-    ) -> None:
-        """``retry``: what a task-less first attempt left to do."""
-        sender = self._sender
-        sending = sender.run(job, plan) if retry is None else sender.resume(job, plan, retry)
+    async def _run(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
+        """The send, or what a task-less first attempt left of it (its plan knows)."""
         try:
-            await settle(future, plan, sending)
+            await settle(future, plan, self._sender.run(job, plan))
         finally:
             self._tracker.end(job.ticket)
 

@@ -1,8 +1,10 @@
 """One attempt of a send, from its dispatch to its settlement (S5, S8, A2).
 
 :meth:`Attempts.launch` sends an attempt out: from then the router counts it in flight (an
-unanswered attempt is evidence too, S8). The :class:`Attempt` it returns is settled once,
-the same way whichever way the send runs (awaited in the caller's coroutine, a loop
+unanswered attempt is evidence too, S8). Its request is built for its queue (A4) and
+written here too: :meth:`Attempts.start` as a bare loop future on an open connection (no
+task), :meth:`Attempts.send_and_settle` awaited to its settlement. The :class:`Attempt`
+is settled once, the same way whichever way the send runs (awaited in the caller's coroutine, a loop
 future's callback, a task): :meth:`Attempt.settle` with its :data:`Outcome` parses an
 answer, has the router learn the latency or the fault (S8), has the plan decide
 (:class:`~producer._send.plan.Retry` or :class:`~producer._send.plan.Finish`; the plan's
@@ -17,23 +19,23 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from latency_fault import Router
 from producer._client.clock import Clock
+from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._remoting.command import RemotingCommand
+from producer._remoting.requests import build_send_request
 from producer._remoting.send_header import parse_send_response
-from producer._send.plan import Finish, Retry, SendPlan
+from producer._send.job import SendJob
+from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan
 from producer._send.telemetry import Telemetry
+from producer._transport import Connection
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
-from producer.errors import BrokerError, ProducerError
-
-if TYPE_CHECKING:
-    from producer._send.sender import SendJob
+from producer.errors import BrokerError, ConnectError, ProducerError
 
 #: How an attempt came back: the broker's response (parsed on settling), the error that
 #: ended it, or ``None`` for a oneway frame handed to the socket (no answer comes).
@@ -48,20 +50,23 @@ Settled = Callable[[Retry | Finish], None]
 
 
 class Attempts:
-    """Starts the attempts of one sender's sends, and holds what their settlements report
-    to: the fault-aware router, the clock, telemetry's ban count, the answer observer."""
+    """Starts the attempts of one sender's sends on its client's connections, and holds
+    what their settlements report to: the fault-aware router, the clock, telemetry's ban
+    count, the answer observer."""
 
-    __slots__ = ("answered", "clock", "router", "routes", "telemetry")
+    __slots__ = ("answered", "client", "clock", "router", "routes", "telemetry")
 
     def __init__(
         self,
         *,
+        client: RemotingClient,
         router: Router,
         clock: Clock,
         routes: RouteTable,
         telemetry: Telemetry,
         answered: AnswerObserver | None,
     ) -> None:
+        self.client = client
         self.router = router
         self.clock = clock
         self.routes = routes  # the queue's broker address, for the answer observer
@@ -80,6 +85,54 @@ class Attempts:
         future, when it was written without a task)."""
         self.router.on_dispatch(queue.broker_name, int(now))
         return Attempt(self, job, plan, queue, now, waiter)
+
+    def start(
+        self,
+        connection: Connection,
+        job: SendJob,
+        plan: SendPlan,
+        queue: MessageQueue,
+        step: Dispatch,
+        now: float,
+    ) -> Attempt:
+        """``step``'s attempt written on ``connection`` without a task: the attempt out,
+        its ``waiter`` the connection's loop future, for the caller to settle."""
+        request = build_send_request(job.prepared, queue, self.clock.wall_ms())
+        waiter = self.client.start(connection, request, step.timeout_ms)
+        return self.launch(job, plan, queue, now, waiter)
+
+    async def send_and_settle(
+        self,
+        job: SendJob,
+        plan: SendPlan,
+        queue: MessageQueue,
+        addr: str,
+        step: Dispatch,
+        now: float,
+    ) -> Attempt:
+        """``step``'s attempt to ``queue`` at ``addr`` (its broker's master, ``""``: none in
+        the route, a connect error), awaited here and settled: the plan holds its decision
+        (its next step). Cancelled, it is abandoned and the cancellation goes on."""
+        attempt = self.launch(job, plan, queue, now)
+        outcome: Outcome
+        try:
+            if not addr:
+                broker = queue.broker_name
+                raise ConnectError(f"no master address for broker {broker!r} in the route")
+            oneway = plan.mode is SendMode.ONEWAY
+            request = build_send_request(job.prepared, queue, self.clock.wall_ms(), oneway=oneway)
+            if oneway:
+                await self.client.invoke_oneway(addr, request, step.timeout_ms)
+                outcome = None  # written: all a oneway send learns
+            else:
+                outcome = await self.client.invoke(addr, request, step.timeout_ms)
+        except ProducerError as exc:
+            outcome = exc
+        except BaseException:
+            attempt.abandon()
+            raise
+        attempt.settle(outcome)
+        return attempt
 
     def record_fault(
         self, broker: str, latency_ms: float, error: ProducerError | None, now_ms: float

@@ -1,10 +1,12 @@
 """The send loop as a pure state machine (rules S1-S11, A2-A5 of docs/semantics.md).
 
-The I/O shell asks :meth:`SendPlan.next_attempt` before every attempt and gets either a
-:class:`Dispatch` (send to a freshly selected queue with this network timeout) or a
-:class:`Finish`. After the attempt it reports what happened with :meth:`on_answer`
-(:meth:`on_written` for oneway) or :meth:`on_error` and gets :class:`Retry` (optionally
-after a back-off) or :class:`Finish`.
+The I/O shell asks :meth:`SendPlan.next_attempt` before every attempt and gets a
+:class:`Dispatch` (send to a freshly selected queue with this network timeout), a
+:class:`Backoff` (wait, then ask again) or a :class:`Finish`. After the attempt it reports
+what happened with :meth:`on_answer` (:meth:`on_written` for oneway) or :meth:`on_error`
+and gets :class:`Retry` or :class:`Finish`. A Retry's back-off is owed by the plan: the
+next :meth:`next_attempt` answers it as a :class:`Backoff` cut at the deadline, so whoever
+runs the next attempt (the caller's coroutine or a task) waits it the same way.
 One plan is one message: its attempt counter is shared by every re-dispatch, which is
 what makes the async path's ``onExceptionImpl`` and the sync loop the same machine.
 Nothing here reads a clock or a global random source.
@@ -60,9 +62,17 @@ class Dispatch(msgspec.Struct, frozen=True):
 
 
 class Retry(msgspec.Struct, frozen=True):
-    """Wait ``backoff_ms`` (may be 0), then ask :meth:`SendPlan.next_attempt` again."""
+    """Attempt again after ``backoff_ms`` (may be 0): :meth:`SendPlan.next_attempt`
+    answers the back-off first, as a :class:`Backoff`."""
 
     backoff_ms: float
+
+
+class Backoff(msgspec.Struct, frozen=True):
+    """Wait ``seconds`` (the last :class:`Retry`'s back-off, never past the deadline), then
+    ask :meth:`SendPlan.next_attempt` again."""
+
+    seconds: float
 
 
 class Finish(msgspec.Struct, frozen=True):
@@ -97,7 +107,9 @@ class SendPlan:
     """The retry state of one message."""
 
     __slots__ = (
+        "_backoff_ms",
         "_fate",
+        "_finish",
         "_last_error",
         "_not_ok_result",
         "_rng",
@@ -139,11 +151,22 @@ class SendPlan:
         self._last_error: ProducerError | None = None
         self._not_ok_result: SendResult | None = None
         self._fate = Fate.NOT_STORED
+        self._backoff_ms = 0.0  # owed by the last Retry, answered by next_attempt
+        self._finish: Finish | None = None  # once decided, every next step
 
     # -- before an attempt ------------------------------------------------------------
 
-    def next_attempt(self, now_ms: float) -> Dispatch | Finish:
-        """S2: stop with :class:`SendTimeout` once the deadline has passed."""
+    def next_attempt(self, now_ms: float) -> Dispatch | Backoff | Finish:
+        """The back-off the last :class:`Retry` owes, cut at the deadline; then S2: stop
+        with :class:`SendTimeout` once the deadline has passed. A finished plan answers its
+        :class:`Finish` again."""
+        if self._finish is not None:
+            return self._finish
+        if self._backoff_ms > 0:
+            wait_ms = min(self._backoff_ms, self.deadline_ms - now_ms)
+            self._backoff_ms = 0.0
+            if wait_ms > 0:
+                return Backoff(wait_ms / 1000.0)
         if len(self.attempts) >= self.max_attempts:
             return self._give_up()
         remaining = self.deadline_ms - now_ms
@@ -154,11 +177,6 @@ class SendPlan:
         attempts_left = self.max_attempts - len(self.attempts)
         timeout = self.policy.attempt_timeout_ms(remaining, attempts_left)
         return Dispatch(len(self.attempts) + 1, timeout)
-
-    def backoff_s(self, retry: Retry, now_ms: float) -> float:
-        """How long to wait before the next attempt: ``retry``'s back-off, never past the
-        deadline (seconds, for the sleep)."""
-        return max(min(retry.backoff_ms, self.deadline_ms - now_ms), 0.0) / 1000.0
 
     def timeout_error(self) -> SendTimeout:
         """The budget ran out: a ``TimeoutError`` carrying the last attempt's error."""
@@ -201,16 +219,16 @@ class SendPlan:
             header.recall_handle,
         )
         if ok:
-            return Finish(result=result)
+            return self._finished(Finish(result=result))
         self._not_ok_result = result
         if self.retry_not_store_ok and self._may_retry_broker_codes() and self._has_attempts_left():
             return Retry(0.0)
-        return Finish(result=result)
+        return self._finished(Finish(result=result))
 
     def on_written(self, queue: MessageQueue, latency_ms: float) -> Finish:
         """A oneway frame reached the socket: that is all a oneway send can learn."""
         self._record(queue, AttemptOutcome.OK, None, latency_ms)
-        return Finish()
+        return self._finished(Finish())
 
     def on_error(
         self,
@@ -230,10 +248,11 @@ class SendPlan:
         self._last_error = error
         budget_gone = now_ms is not None and now_ms >= self.deadline_ms
         if budget_gone and isinstance(error, RequestTimeout) and self._not_ok_result is None:
-            return Finish(error=self.timeout_error())
+            return self._finished(Finish(error=self.timeout_error()))
         if not (self._is_retriable(error) and self._has_attempts_left()):
-            return self._give_up()
-        return Retry(self._backoff_for(error))
+            return self._finished(self._give_up())
+        backoff = self._backoff_ms = self._backoff_for(error)
+        return Retry(backoff)
 
     def on_cancelled(self, queue: MessageQueue, latency_ms: float) -> None:
         self._record(queue, AttemptOutcome.CANCELLED, None, latency_ms)
@@ -269,6 +288,10 @@ class SendPlan:
         error.with_attempts(self.attempts)
         error.fate = self._fate
         return Finish(error=error)
+
+    def _finished(self, finish: Finish) -> Finish:
+        self._finish = finish
+        return finish
 
     def _record(
         self, queue: MessageQueue, outcome: AttemptOutcome, code: int | None, latency_ms: float

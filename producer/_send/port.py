@@ -15,9 +15,9 @@ from producer._client.routes import TopicRoute
 from producer._remoting.command import OutgoingRequest, RemotingCommand
 from producer._remoting.requests import PreparedMessage
 from producer._remoting.transaction import half_message
+from producer._send.job import SendJob
 from producer._send.plan import SendMode
 from producer._send.running import Running
-from producer._send.sender import SendJob
 from producer._types.message import Message
 from producer._types.send_result import SendResult
 from producer.errors import ProducerError

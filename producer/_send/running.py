@@ -25,10 +25,11 @@ from producer._send.async_runner import AsyncSendRunner
 from producer._send.attempt import AnswerObserver
 from producer._send.backpressure import InFlightLimiter
 from producer._send.hooks import HookRunner
+from producer._send.job import SendJob
 from producer._send.options import Planner, ProducerOptions
 from producer._send.plan import SendMode
 from producer._send.send_tasks import AsyncSends
-from producer._send.sender import Sender, SendJob
+from producer._send.sender import Sender
 from producer._send.telemetry import Telemetry
 from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
@@ -80,21 +81,18 @@ class Running:
         *,
         certain_retries_only: bool = False,
     ) -> SendResult | None:
-        """Run one job start to end under a fresh plan and a flush ticket: an awaited one
-        (SYNC) with its first attempt in this coroutine when it can
-        (:meth:`Sender.run_direct`), any other through :meth:`Sender.run`.
-        ``certain_retries_only``: retry only failures that prove nothing was stored."""
+        """Run one job start to end under a fresh plan and a flush ticket, in this
+        coroutine (:meth:`Sender.run`). ``certain_retries_only``: retry only failures that
+        prove nothing was stored."""
         plan = self.planner.plan(
             mode,
             budget_ms,
             keyed=job.order_key is not None,
             certain_retries_only=certain_retries_only,
         )
-        sender = self.sender
-        run = sender.run_direct if mode is SendMode.SYNC else sender.run
         ticket = self.tracker.begin()
         try:
-            return await run(job, plan)
+            return await self.sender.run(job, plan)
         finally:
             self.tracker.end(ticket)
 

@@ -18,21 +18,24 @@ A send passes through these states, in order::
   whoever finishes the send frees it (and ends its flush ticket, outside this module).
 * routed: the topic's route, cached or looked up within the budget.
 * attempt out: a queue chosen (a keyed send's is final, F5; a transparent batch's first
-  one is dealt with its neighbours'), the request rebuilt for it (A4) and written;
-  :meth:`Attempts.launch` tells the router it is in flight (S8).
+  one is dealt with its neighbours'), the request rebuilt for it (A4) and written by
+  :mod:`producer._send.attempt`, which tells the router it is in flight (S8).
 * attempt settled: :meth:`Attempt.settle` - the router learns the latency or the fault
   (S8), the plan answers Retry or Finish. An attempt cancelled before its outcome is
   abandoned instead (:meth:`Attempt.abandon`): over, but no fault (S5).
+* backing off: a Retry's back-off is owed by the plan; its next step waits it.
 * finished: the result, or the final error naming the send's ``msg_id``, goes back.
 
 Where it runs: every attempt can run in :meth:`Sender.run`'s loop, in the caller's
 coroutine or a task of the producer. On asyncio, when nothing needs a task (no hooks, no
 OpenTelemetry SDK, the route cached, a connection open), the FIRST attempt is started by
 :meth:`Sender.start_first` as a bare loop future instead, and settled where it lands: a
-sync send awaits it in the caller's coroutine (:meth:`Sender.run_direct`); an async send
-or a transparent batch settles it in the future's callback (:meth:`Attempt.when_settled`).
-A Retry then hands the same plan, and so its one attempt counter (A2), to
-:meth:`Sender.resume`. One of these holds a send at a time: nothing touches a plan twice at once.
+lone ``await producer.send`` awaits it in its own coroutine (:meth:`Sender.start_lone`,
+:meth:`Sender.settle_lone`); an async send or a transparent batch settles it in the
+future's callback (:meth:`Attempt.when_settled`).
+A Retry then hands the same plan, and so its one attempt counter (A2) and the back-off it
+owes, to :meth:`Sender.run`. One of these holds a send at a time: nothing touches a plan
+twice at once.
 
 The clock is read once per step that can take time: at the start, after each wait
 (backpressure, route lookup, connect, hooks, back-off) and after each attempt. Code
@@ -42,6 +45,7 @@ send reads it four times rather than once per decision.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Coroutine
 from typing import Any
 
@@ -53,36 +57,15 @@ from latency_fault import Router, choose_queue, spread_batch
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, TopicRoute
-from producer._remoting.requests import PreparedMessage, build_send_request
 from producer._send.attempt import AnswerObserver, Attempt, Attempts, Outcome
 from producer._send.backpressure import InFlightLimiter
 from producer._send.hooks import AttemptContext, HookRunner, attempt_contexts, tell_contexts
-from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan
+from producer._send.job import SendJob
+from producer._send.plan import Backoff, Dispatch, Finish, Retry, SendPlan
 from producer._send.telemetry import Telemetry
-from producer._types.message import Message, MessageQueue
+from producer._types.message import MessageQueue
 from producer._types.send_result import SendResult
-from producer.errors import ConnectError, ProducerError
-
-
-class SendJob(msgspec.Struct, frozen=True):
-    """One send's request; its budget, attempts and mode live in its :class:`SendPlan`."""
-
-    prepared: PreparedMessage
-    message: Message
-    order_key: str | None = None  # keyed: the key's queue is final (F5)
-    holds_slot: bool = False  # the caller already took its in-flight slot
-    ticket: int = 0  # send_async's place in the producer's SendTracker (flush)
-    #: A transparent batch's messages: each holds its own in-flight slot, and hooks and
-    #: spans see each one. Empty for every other send.
-    members: tuple[Message, ...] = ()
-    #: The first attempt's queue, chosen with its neighbours' (:meth:`Sender.spread`);
-    #: retries choose again.
-    first_queue: MessageQueue | None = None
-
-    @property
-    def msg_ids(self) -> list[str]:
-        """One id per message: a transparent batch's are comma-joined in its UNIQ_KEY."""
-        return self.prepared.msg_id.split(",") if self.members else [self.prepared.msg_id]
+from producer.errors import ProducerError
 
 
 class _Send(msgspec.Struct, frozen=True):
@@ -117,7 +100,12 @@ class Sender:
         self.telemetry = telemetry
         self.clock = clock
         self.attempts = Attempts(
-            router=router, clock=clock, routes=routes, telemetry=telemetry, answered=answered
+            client=client,
+            router=router,
+            clock=clock,
+            routes=routes,
+            telemetry=telemetry,
+            answered=answered,
         )
 
     def spread(self, topic: str, count: int) -> list[tuple[MessageQueue, int]] | None:
@@ -131,77 +119,53 @@ class Sender:
         return spread_batch(self.router, route.snapshot, count, now_ms=now)
 
     async def run(self, job: SendJob, plan: SendPlan) -> SendResult | None:
-        """The whole send: backpressure, route, attempts; raises the final error.
+        """The whole send, or what its plan has left of it (a back-off it owes first):
+        backpressure, route, attempts; raises the final error.
 
         Returns the result, or ``None`` for a oneway send (it gets no answer)."""
         started = self.clock.monotonic_ms()
         try:
             if not self.telemetry.enabled(started):  # no OpenTelemetry SDK: no no-op calls
-                return await self._run_limited(_Send(job, plan, ()), started)
-            return await self._run_traced(job, plan, started)
-        except ProducerError as error:
-            _name_msg_id(error, job)
-            raise
-
-    async def _run_traced(self, job: SendJob, plan: SendPlan, started: float) -> SendResult | None:
-        telemetry = self.telemetry
-        topic = job.prepared.topic
-        operation = plan.mode.value
-        msg_ids = job.msg_ids
-        if job.members and telemetry.tracing:  # each member's own span, as if sent alone
-            spans = tuple(telemetry.start_send(topic, operation) for _ in job.members)
-        else:
-            spans = (telemetry.start_send(topic, operation),)
-        try:
-            result = await self._run_limited(_Send(job, plan, spans), started)
-        except ProducerError as exc:
-            telemetry.finish_error(spans, topic, exc, self._seconds_since(started), len(msg_ids))
-            raise
-        except BaseException:
-            for span in spans:
-                span.end()
-            raise
-        telemetry.finish_ok(spans, topic, result, self._seconds_since(started), msg_ids)
-        return result
-
-    async def _run_limited(self, send: _Send, now: float) -> SendResult | None:
-        job = send.job
-        if job.members:  # its members hold their slots
-            return await self._run_routed(send, now)
-        size = len(job.prepared.body)
-        if not (job.holds_slot or self.limiter.try_acquire(size)):
-            await self.limiter.acquire(size, send.plan.deadline_ms - now)
-            now = self.clock.monotonic_ms()
-        try:
-            return await self._run_routed(send, now)
-        finally:
-            self.limiter.release(size)
-
-    async def _run_routed(self, send: _Send, now: float) -> SendResult | None:
-        """The route (cached, or looked up within the budget), then the attempts."""
-        plan = send.plan
-        route = self.routes.cached(send.job.prepared.topic)
-        if route is None:
-            route = await self.routes.get(send.job.prepared.topic, plan.deadline_ms)
-            now = self.clock.monotonic_ms()
-        while True:
-            step = plan.next_attempt(now)
-            if isinstance(step, Finish):
-                return step.outcome()
-            if step.number > 1:
-                route = self.routes.cached(route.topic) or route  # a refresh may have landed
-            first = send.job.first_queue
-            queue = (
-                first
-                if first is not None and step.number == 1
-                else self._select(send.job, plan, route, now)
+                return await self._run_admitted(job, plan, started)
+            run = functools.partial(self._run_admitted, job, plan, started)
+            topic, operation = job.prepared.topic, plan.mode.value
+            return await self.telemetry.traced(
+                topic, operation, job.msg_ids, self.clock, started, run
             )
-            decision, now = await self._attempt(send, route, queue, step, now)
-            if isinstance(decision, Finish):
-                return decision.outcome()
-            if decision.backoff_ms > 0:
-                await anyio.sleep(plan.backoff_s(decision, now))
+        except ProducerError as error:
+            job.name_in(error)
+            raise
+
+    async def _run_admitted(
+        self, job: SendJob, plan: SendPlan, now: float, spans: tuple[Span, ...] = ()
+    ) -> SendResult | None:
+        """The send holding its in-flight slot (taken here unless its caller took it; a
+        transparent batch's members hold theirs), its route (cached, or looked up within
+        the budget), then its plan's steps: attempts and back-offs until it finishes.
+        ``spans``: the send's, when it is traced."""
+        size = 0 if job.members else len(job.prepared.body)
+        if size and not (job.holds_slot or self.limiter.try_acquire(size)):
+            await self.limiter.acquire(size, plan.deadline_ms - now)
+            now = self.clock.monotonic_ms()
+        try:
+            route = self.routes.cached(job.prepared.topic)
+            if route is None:
+                route = await self.routes.get(job.prepared.topic, plan.deadline_ms)
                 now = self.clock.monotonic_ms()
+            while True:
+                step = plan.next_attempt(now)
+                if isinstance(step, Finish):
+                    return step.outcome()
+                if isinstance(step, Backoff):
+                    await anyio.sleep(step.seconds)
+                    now = self.clock.monotonic_ms()
+                    continue
+                if step.number > 1:  # a refresh may have landed
+                    route = self.routes.cached(route.topic) or route
+                now = await self._attempt(_Send(job, plan, spans), route, step, now)
+        finally:
+            if size:
+                self.limiter.release(size)
 
     # -- the first attempt without a task (asyncio) -------------------------------------
 
@@ -224,9 +188,7 @@ class Sender:
         connection = self.client.startable(addr) if addr else None
         if connection is None:
             return msgspec.structs.replace(job, first_queue=queue)
-        request = build_send_request(job.prepared, queue, self.clock.wall_ms())
-        waiter = self.client.start(connection, request, step.timeout_ms)
-        return self.attempts.launch(job, plan, queue, now, waiter)
+        return self.attempts.start(connection, job, plan, queue, step, now)
 
     def start_lone(self, job: SendJob, plan: SendPlan) -> Attempt | SendJob:
         """The first attempt of a send awaited alone (not oneway, not a batch), its
@@ -250,13 +212,13 @@ class Sender:
     def settle_lone(self, first: Attempt, outcome: Outcome) -> SendResult | Retry | None:
         """A lone send's first attempt came back (:meth:`Attempt.settle`): its result, its
         final error raised (naming its ``msg_id``; the slot freed either way), or the
-        :class:`Retry` to hand to :meth:`resume` (the slot kept for it)."""
+        :class:`Retry`: :meth:`resume_lone` runs the rest (the slot kept for it)."""
         decision = first.settle(outcome)
         if isinstance(decision, Retry):
             return decision
         self.limiter.release(len(first.job.prepared.body))
         if decision.error is not None:
-            raise _name_msg_id(decision.error, first.job)
+            raise first.job.name_in(decision.error)
         return decision.result
 
     def abandon_lone(self, first: Attempt) -> None:
@@ -265,39 +227,10 @@ class Sender:
         first.abandon()
         self.limiter.release(len(first.job.prepared.body))
 
-    async def run_direct(self, job: SendJob, plan: SendPlan) -> SendResult | None:
-        """:meth:`run` for a caller awaiting one message (not oneway, not a batch): the
-        first attempt's loop future is awaited in this coroutine (:meth:`start_lone`);
-        anything else, and every retry, is :meth:`run`'s. Either way an attempt is
-        settled by :meth:`Attempt.settle`, so the rules are the same."""
-        first = self.start_lone(job, plan)
-        if isinstance(first, SendJob):
-            return await self.run(first, plan)
-        assert first.waiter is not None
-        outcome: Outcome
-        try:
-            outcome = await first.waiter
-        except ProducerError as exc:
-            outcome = exc
-        except BaseException:  # cancelled: the attempt is over without an outcome
-            self.abandon_lone(first)
-            raise
-        settled = self.settle_lone(first, outcome)
-        if isinstance(settled, Retry):
-            return await self.resume_lone(first, settled)
-        return settled
-
-    def resume_lone(self, first: Attempt, retry: Retry) -> Coroutine[Any, Any, SendResult | None]:
-        """The rest of a lone send whose first attempt answered ``retry``
-        (:meth:`settle_lone`): :meth:`resume`, with the slot it holds."""
-        return self.resume(msgspec.structs.replace(first.job, holds_slot=True), first.plan, retry)
-
-    async def resume(self, job: SendJob, plan: SendPlan, retry: Retry) -> SendResult | None:
-        """The rest of a send whose first attempt :meth:`start_first` made: its back-off,
-        then the attempts its plan has left (it keeps its in-flight slot)."""
-        if retry.backoff_ms > 0:
-            await anyio.sleep(plan.backoff_s(retry, self.clock.monotonic_ms()))
-        return await self.run(job, plan)
+    def resume_lone(self, first: Attempt) -> Coroutine[Any, Any, SendResult | None]:
+        """The rest of a lone send whose first attempt answered :class:`Retry`
+        (:meth:`settle_lone`): :meth:`run`, with the slot it holds."""
+        return self.run(msgspec.structs.replace(first.job, holds_slot=True), first.plan)
 
     def _select(self, job: SendJob, plan: SendPlan, route: TopicRoute, now: float) -> MessageQueue:
         return choose_queue(
@@ -308,11 +241,15 @@ class Sender:
             order_key=job.order_key,
         )
 
-    async def _attempt(
-        self, send: _Send, route: TopicRoute, queue: MessageQueue, step: Dispatch, now: float
-    ) -> tuple[Retry | Finish, float]:
-        """One attempt; returns the decision and the clock reading it ended at."""
+    async def _attempt(self, send: _Send, route: TopicRoute, step: Dispatch, now: float) -> float:
+        """One attempt, its hooks and telemetry around it; returns the clock reading it
+        ended at. Its queue: a transparent batch's first one was dealt with its
+        neighbours' (:meth:`spread`); any other is chosen now."""
         job, plan = send.job, send.plan
+        first = job.first_queue
+        queue = (
+            first if first is not None and step.number == 1 else self._select(job, plan, route, now)
+        )
         addr = _master_addr(route, queue)
         contexts: list[AttemptContext] = []
         if self.hooks.active:
@@ -325,48 +262,18 @@ class Sender:
             for ctx in contexts:
                 await self.hooks.before(ctx)
             now = self.clock.monotonic_ms()
-        attempt = self.attempts.launch(job, plan, queue, now)  # unanswered is evidence too
-        outcome: Outcome
-        try:
-            if not addr:
-                broker = queue.broker_name
-                raise ConnectError(f"no master address for broker {broker!r} in the route")
-            oneway = plan.mode is SendMode.ONEWAY
-            request = build_send_request(job.prepared, queue, self.clock.wall_ms(), oneway=oneway)
-            if oneway:
-                await self.client.invoke_oneway(addr, request, step.timeout_ms)
-                outcome = None  # written: all a oneway send learns
-            else:
-                outcome = await self.client.invoke(addr, request, step.timeout_ms)
-        except ProducerError as exc:
-            outcome = exc
-        except BaseException:
-            attempt.abandon()
-            raise
-        decision = attempt.settle(outcome)
+        attempt = await self.attempts.send_and_settle(job, plan, queue, addr, step, now)
         if contexts:
             tell_contexts(contexts, attempt.latency_ms, plan.last_result, attempt.error)
         if send.spans:  # none: telemetry is off
             messages = len(job.members) or 1
             record = plan.attempts[-1]
             self.telemetry.attempt(send.spans, route.topic, record, step.number, messages)
-        now = attempt.ended_ms
-        if contexts:
-            for ctx in contexts:
-                await self.hooks.after(ctx)
-            now = self.clock.monotonic_ms()
-        return decision, now
-
-    def _seconds_since(self, started_ms: float) -> float:
-        return (self.clock.monotonic_ms() - started_ms) / 1000.0
-
-
-def _name_msg_id(error: ProducerError, job: SendJob) -> ProducerError:
-    """``error`` naming the UNIQ_KEY its send went out under (to resend with), unless it
-    names one already."""
-    if error.msg_id is None:
-        error.msg_id = job.prepared.msg_id
-    return error
+        if not contexts:
+            return attempt.ended_ms
+        for ctx in contexts:
+            await self.hooks.after(ctx)
+        return self.clock.monotonic_ms()
 
 
 def _master_addr(route: TopicRoute, queue: MessageQueue) -> str:

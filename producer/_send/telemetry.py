@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from producer._client.clock import Clock
 from producer._types.message import Message
 from producer._types.send_result import SendResult
 from producer.errors import AttemptRecord, ProducerError
@@ -91,6 +92,36 @@ class Telemetry:
         Tracing as last seen by :meth:`enabled` (at most a second old): asking the API
         reads ``os.environ`` while no SDK is installed, 0.7 us a message."""
         return with_trace_context(message) if self._tracing_seen else message
+
+    async def traced(
+        self,
+        topic: str,
+        operation: str,
+        msg_ids: Sequence[str],
+        clock: Clock,
+        started_ms: float,
+        send: Callable[[tuple[Span, ...]], Awaitable[SendResult | None]],
+    ) -> SendResult | None:
+        """``send`` run with its spans (several: with tracing on, one per message of a
+        transparent batch, ``msg_ids`` holding more than one, as if each were sent alone),
+        then each span ended with the result or the error, and the send's duration since
+        ``started_ms`` recorded."""
+        if len(msg_ids) > 1 and self.tracing:
+            spans = tuple(self.start_send(topic, operation) for _ in msg_ids)
+        else:
+            spans = (self.start_send(topic, operation),)
+        try:
+            result = await send(spans)
+        except ProducerError as exc:
+            seconds = (clock.monotonic_ms() - started_ms) / 1000.0
+            self.finish_error(spans, topic, exc, seconds, len(msg_ids))
+            raise
+        except BaseException:
+            for span in spans:
+                span.end()
+            raise
+        self.finish_ok(spans, topic, result, (clock.monotonic_ms() - started_ms) / 1000.0, msg_ids)
+        return result
 
     def start_send(self, topic: str, operation: str) -> Span:
         span = self._tracer.start_span(f"{topic} publish", kind=SpanKind.PRODUCER)

@@ -29,10 +29,11 @@ from producer._send.accumulator import Accumulator, GroupKey, Member
 from producer._send.async_runner import AsyncSendRunner
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture, closed_error, settle
+from producer._send.job import SendJob
 from producer._send.options import Planner, ProducerOptions
 from producer._send.plan import Finish, Retry, SendMode, SendPlan
 from producer._send.send_tasks import Spawn
-from producer._send.sender import Sender, SendJob
+from producer._send.sender import Sender
 from producer._send.tracker import SendTracker
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
@@ -305,7 +306,7 @@ class BatchSends:
         retry: Retry | None,
     ) -> None:
         never_ran = self._never_ran(members, None if retry is None else plan)
-        self._spawn(self._batch, key, members, job, plan, retry, if_never_ran=never_ran)
+        self._spawn(self._batch, key, members, job, plan, if_never_ran=never_ran)
 
     def _batch_settled(
         self,
@@ -330,13 +331,10 @@ class BatchSends:
         members: list[Member],
         job: SendJob,
         plan: SendPlan,
-        retry: Retry | None,
     ) -> None:
-        """The batch as a task: all of it, or (``retry``) what its first attempt left."""
-        sender = self._sender
-        sending = sender.run(job, plan) if retry is None else sender.resume(job, plan, retry)
+        """The batch as a task: all of it, or what its first attempt left (its plan knows)."""
         try:
-            result = await sending
+            result = await self._sender.run(job, plan)
         except ProducerError as exc:
             self._batch_failed(key, members, plan, exc)
         except anyio.get_cancelled_exc_class():

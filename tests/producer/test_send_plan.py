@@ -8,7 +8,15 @@ import pytest
 
 from producer import MessageQueue, SendStatus
 from producer._remoting.send_header import SendResponseHeader
-from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan, max_attempts
+from producer._send.plan import (
+    Backoff,
+    Dispatch,
+    Finish,
+    Retry,
+    SendMode,
+    SendPlan,
+    max_attempts,
+)
 from producer._send.retry_policy import RetryPolicy
 from producer.errors import (
     AttemptOutcome,
@@ -94,6 +102,43 @@ def test_s4_throttling_code_backs_off_with_jitter_under_default_policy() -> None
     decision = p.on_error(Q_A, BrokerError.for_code(215), 5.0)
     assert isinstance(decision, Retry)
     assert 10.0 <= decision.backoff_ms <= 20.0
+
+
+def test_s4_a_retry_s_backoff_is_owed_by_the_plan_then_the_attempt_goes() -> None:
+    p = plan()
+    assert isinstance(p.next_attempt(0.0), Dispatch)
+    decision = p.on_error(Q_A, BrokerError.for_code(215), 5.0, 5.0)
+    assert isinstance(decision, Retry) and decision.backoff_ms > 0
+    wait = p.next_attempt(5.0)
+    assert wait == Backoff(decision.backoff_ms / 1000.0)
+    step = p.next_attempt(5.0 + decision.backoff_ms)  # waited: once only
+    assert isinstance(step, Dispatch) and step.number == 2
+
+
+def test_s2_a_backoff_is_cut_at_the_deadline_and_none_is_owed_past_it() -> None:
+    p = plan(deadline=1000.0)
+    p.next_attempt(0.0)
+    decision = p.on_error(Q_A, BrokerError.for_code(215), 5.0, 995.0)
+    assert isinstance(decision, Retry) and decision.backoff_ms > 5.0
+    assert p.next_attempt(995.0) == Backoff(0.005)
+    late = plan(deadline=1000.0)
+    late.next_attempt(0.0)
+    late.on_error(Q_A, BrokerError.for_code(215), 5.0, 995.0)
+    done = late.next_attempt(1000.0)  # nothing left to wait for: S2's timeout
+    assert isinstance(done, Finish) and isinstance(done.error, SendTimeout)
+
+
+def test_a_finished_plan_answers_its_finish_again_never_a_second_attempt() -> None:
+    p = plan()
+    p.next_attempt(0.0)
+    done = answer(p, Q_A, 3.0)
+    assert isinstance(done, Finish) and done.result is not None
+    assert p.next_attempt(10.0) is done
+    failed = plan()
+    failed.next_attempt(0.0)
+    given_up = failed.on_error(Q_A, BrokerError.for_code(13), 1.0)
+    assert isinstance(given_up, Finish)
+    assert failed.next_attempt(10.0) is given_up
 
 
 def test_s4_transport_errors_retry() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
+from collections.abc import Awaitable, Callable
 
 import anyio
 import pytest
@@ -94,6 +96,31 @@ async def test_s4_system_busy_retried_by_5_3_and_default_only(
         with pytest.raises(BrokerError) as info:
             await p.send(msg())
     assert len(info.value.attempts) == attempts
+
+
+@pytest.mark.parametrize("sending", ["send", "send_async", "send_batch"])
+async def test_s4_a_throttled_send_waits_its_backoff_before_each_retry(
+    cluster: DevClusterThread, sending: str
+) -> None:
+    # Full jitter draws each back-off from [ceiling/2, ceiling): two retries wait at least
+    # one whole ceiling, however fast or slow the machine answers.
+    ceiling_ms = 150.0
+    policy = dataclasses.replace(
+        RetryPolicy.default(), backoff_base_ms=ceiling_ms, backoff_max_ms=ceiling_ms
+    )
+    fault_all(cluster, FaultSpec(error_code=215))
+    async with make_producer(cluster, retry_policy=policy, batching=False) as p:
+        sends: dict[str, Callable[[], Awaitable[object]]] = {
+            "send": lambda: p.send(msg()),
+            "send_async": lambda: p.send_async(msg()),
+            "send_batch": lambda: p.send_batch([msg(), msg()]),
+        }
+        started = time.monotonic()
+        with pytest.raises(BrokerError) as info:
+            await sends[sending]()
+        waited_s = time.monotonic() - started
+    assert [a.code for a in info.value.attempts] == [215] * 3
+    assert waited_s >= 2 * (ceiling_ms / 2) / 1000.0
 
 
 @pytest.mark.parametrize("retries", [0, 1, 4])
@@ -307,7 +334,8 @@ async def test_s8_a_send_cancelled_while_its_request_is_out_lets_go_of_everythin
     cluster: DevClusterThread,
 ) -> None:
     # Connections open to every broker first: on asyncio the first attempt is then the
-    # connection's loop future, awaited in the caller's own coroutine (Sender.run_direct).
+    # connection's loop future, awaited in the caller's own coroutine (Producer.send,
+    # through Sender.start_lone).
     async with make_producer(cluster, routing="classic_4_9") as p:
         for _ in range(12):
             await p.send(msg())
