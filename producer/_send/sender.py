@@ -180,10 +180,14 @@ class Sender:
         if self.hooks.active or self.telemetry.enabled(now):
             return job
         route = self.routes.cached(job.prepared.topic)
-        step = plan.next_attempt(now)
-        if route is None or not isinstance(step, Dispatch):
+        if route is None:
             return job
+        # The queue first, then the plan's step: a fresh plan always dispatches (its budget
+        # is positive), so the round-robin is stepped for a send that goes out.
         queue = job.first_queue or self._select(job, plan, route, now)  # a batch's is dealt
+        step = plan.next_attempt(now)
+        if not isinstance(step, Dispatch):
+            return job
         addr = _master_addr(route, queue)
         connection = self.client.startable(addr) if addr else None
         if connection is None:
