@@ -67,17 +67,8 @@ class RequestReply:
     async def ask(self, message: Message, timeout_ms: float) -> ReceivedMessage:
         """``message`` sent as a request; its reply, within ``timeout_ms``."""
         running = self._open()
-        if not isinstance(timeout_ms, int | float) or not timeout_ms > 0:
-            raise LocalProtocolError(f"timeout_ms must be a positive number, got {timeout_ms!r}")
-        prepared = self._prepare(message)
-
-        async def send(properties_of: Callable[[str], str], budget_ms: float) -> object:
-            request = msgspec.structs.replace(
-                prepared, properties=properties_of(prepared.properties)
-            )
-            return await running.run(SendJob(request, message), SendMode.SYNC, budget_ms)
-
-        return await self.requester.ask(prepared.topic, timeout_ms, send)
+        _check_timeout(timeout_ms)
+        return await self._ask(running, self._prepare(message), message, timeout_ms)
 
     def ask_soon(
         self,
@@ -86,20 +77,37 @@ class RequestReply:
         on_exception: Callable[[BaseException], object],
         timeout_ms: float,
     ) -> None:
-        """:meth:`ask` as a task of the producer, its outcome handed to one callback."""
+        """:meth:`ask` as a task of the producer, its outcome handed to one callback (a bad
+        message raises here, not in the callback)."""
         running = self._open()
-        self._prepare(message)  # a bad message fails here, not in the callback
-        running.tg.start_soon(self._ask_task, message, on_reply, on_exception, timeout_ms)
+        prepared = self._prepare(message)
+        running.tg.start_soon(
+            self._ask_task, running, prepared, message, on_reply, on_exception, timeout_ms
+        )
+
+    async def _ask(
+        self, running: Running, prepared: PreparedMessage, message: Message, timeout_ms: float
+    ) -> ReceivedMessage:
+        async def send(properties_of: Callable[[str], str], budget_ms: float) -> object:
+            request = msgspec.structs.replace(
+                prepared, properties=properties_of(prepared.properties)
+            )
+            return await running.run(SendJob(request, message), SendMode.SYNC, budget_ms)
+
+        return await self.requester.ask(prepared.topic, timeout_ms, send)
 
     async def _ask_task(
         self,
+        running: Running,
+        prepared: PreparedMessage,
         message: Message,
         on_reply: Callable[[ReceivedMessage], object],
         on_exception: Callable[[BaseException], object],
         timeout_ms: float,
     ) -> None:
         try:
-            reply = await self.ask(message, timeout_ms)
+            _check_timeout(timeout_ms)
+            reply = await self._ask(running, prepared, message, timeout_ms)
         except anyio.get_cancelled_exc_class():
             on_exception(ProducerClosedError("the producer closed before the reply came"))
             raise
@@ -122,3 +130,8 @@ class RequestReply:
 
     def __repr__(self) -> str:
         return f"RequestReply({self.requester!r})"
+
+
+def _check_timeout(timeout_ms: float) -> None:
+    if not isinstance(timeout_ms, int | float) or not timeout_ms > 0:
+        raise LocalProtocolError(f"timeout_ms must be a positive number, got {timeout_ms!r}")

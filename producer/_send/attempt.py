@@ -155,11 +155,7 @@ class Attempts:
         assert self.answered is not None
         route = self.routes.cached(queue.topic)
         addr = "" if route is None else route.broker_addrs.get(queue.broker_name, "")
-        if job.members:
-            messages = list(zip(job.members, job.msg_ids, strict=True))
-        else:
-            messages = [(job.message, job.prepared.msg_id)]
-        self.answered(messages, queue, addr, latency, result)
+        self.answered(job.messages(), queue, addr, latency, result)
 
 
 class Attempt(msgspec.Struct):

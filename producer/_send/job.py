@@ -32,6 +32,12 @@ class SendJob(msgspec.Struct, frozen=True):
         """One id per message: a transparent batch's are comma-joined in its UNIQ_KEY."""
         return self.prepared.msg_id.split(",") if self.members else [self.prepared.msg_id]
 
+    def messages(self) -> list[tuple[Message, str]]:
+        """Each message with its id: a transparent batch's members, or the one message."""
+        if self.members:
+            return list(zip(self.members, self.msg_ids, strict=True))
+        return [(self.message, self.prepared.msg_id)]
+
     def name_in(self, error: ProducerError) -> ProducerError:
         """``error`` naming the UNIQ_KEY this send went out under (to resend with), unless
         it names one already; returned for ``raise``."""

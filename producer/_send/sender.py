@@ -257,12 +257,7 @@ class Sender:
         addr = _master_addr(route, queue)
         contexts: list[AttemptContext] = []
         if self.hooks.active:
-            pairs = (
-                list(zip(job.members, job.msg_ids, strict=True))
-                if job.members
-                else [(job.message, job.prepared.msg_id)]
-            )
-            contexts = attempt_contexts(self.group, pairs, queue, addr, step.number)
+            contexts = attempt_contexts(self.group, job.messages(), queue, addr, step.number)
             for ctx in contexts:
                 await self.hooks.before(ctx)
             now = self.clock.monotonic_ms()

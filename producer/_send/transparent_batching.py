@@ -293,19 +293,15 @@ class BatchSends:
         job = SendJob(prepared, messages[0], members=messages, first_queue=queue)
         first = self._sender.start_first(job, plan)
         if isinstance(first, SendJob):  # not started: a task makes every attempt
-            self._batch_task(key, members, first, plan, None)
+            self._batch_task(key, members, first, plan)
         else:
             first.when_settled(functools.partial(self._batch_settled, key, members, job, plan))
 
     def _batch_task(
-        self,
-        key: GroupKey,
-        members: list[Member],
-        job: SendJob,
-        plan: SendPlan,
-        retry: Retry | None,
+        self, key: GroupKey, members: list[Member], job: SendJob, plan: SendPlan
     ) -> None:
-        never_ran = self._never_ran(members, None if retry is None else plan)
+        """The batch (or what its first attempt left) as a task of the producer."""
+        never_ran = self._never_ran(members, plan if plan.attempts else None)
         self._spawn(self._batch, key, members, job, plan, if_never_ran=never_ran)
 
     def _batch_settled(
@@ -318,7 +314,7 @@ class BatchSends:
     ) -> None:
         """A task-less first attempt is over: deliver, or go on in a task."""
         if isinstance(decision, Retry):
-            self._batch_task(key, members, job, plan, decision)
+            self._batch_task(key, members, job, plan)
         elif decision.error is not None:
             self._batch_failed(key, members, plan, decision.error)
         else:

@@ -119,20 +119,11 @@ def pull_params(
 
 
 async def pull(
-    api: BrokerApi,
-    ask: PullRequest,
-    queue: MessageQueue,
-    offset: int,
-    subscription: Subscription,
-    *,
-    commit_offset: int = 0,
-    sub_version: int = 0,
+    api: BrokerApi, ask: PullRequest, queue: MessageQueue, offset: int, subscription: Subscription
 ) -> Answer:
     """One pull of ``queue`` from ``offset``; a broker's or a decoding error raises (a
     :class:`~producer.errors.ProducerError`)."""
-    params = pull_params(
-        ask, queue, offset, subscription, commit_offset=commit_offset, sub_version=sub_version
-    )
+    params = pull_params(ask, queue, offset, subscription)
     return read_answer(ask, queue, subscription, await api.pull(params, ask.timeout_ms))
 
 
