@@ -266,7 +266,15 @@ class PullResult:
     (``producer._consume.received.decode_pulled``), or ``records`` (decoded on first
     read). Made from records (a test's broker), its body is their encoding."""
 
-    __slots__ = ("_body", "_records", "max_offset", "min_offset", "next_begin_offset", "status")
+    __slots__ = (
+        "_body",
+        "_records",
+        "max_offset",
+        "min_offset",
+        "next_begin_offset",
+        "status",
+        "suggest_which_broker_id",
+    )
 
     def __init__(
         self,
@@ -277,8 +285,11 @@ class PullResult:
         records: list[StoreRecord] | None = None,
         *,
         body: bytes | None = None,
+        suggest_which_broker_id: int = 0,
     ) -> None:
         self.status = status
+        #: The replica the broker wants the next pull of this queue sent to (0: master).
+        self.suggest_which_broker_id = suggest_which_broker_id
         self.next_begin_offset = next_begin_offset
         self.min_offset = min_offset
         self.max_offset = max_offset
@@ -316,6 +327,9 @@ def parse_pull_response(response: RemotingCommand) -> PullResult:
         parse_int(fields, "minOffset", wide=True),
         parse_int(fields, "maxOffset", wide=True),
         body=(response.body or b"") if status is PullStatus.FOUND else b"",
+        suggest_which_broker_id=parse_int(fields, "suggestWhichBrokerId", wide=True)
+        if "suggestWhichBrokerId" in fields
+        else 0,
     )
 
 

@@ -241,8 +241,8 @@ def _ordered_queues(topic: str, conf: str) -> list[MessageQueue]:
     return queues
 
 
-def master_addresses(route: TopicRouteData) -> dict[str, str]:
-    """Broker name -> master address, for the brokers that have a master.
+def replica_addresses(route: TopicRouteData) -> dict[str, dict[int, str]]:
+    """Broker name -> {broker id: address}: the master (0) and its slaves (1, 2, ...).
 
     Like Java, only the first broker data of a name counts (a later duplicate is ignored
     even when it has a master).
@@ -250,10 +250,16 @@ def master_addresses(route: TopicRouteData) -> dict[str, str]:
     first: dict[str, BrokerData] = {}
     for broker in route.broker_datas:
         first.setdefault(broker.broker_name, broker)
+    return {name: dict(sorted(broker.broker_addrs.items())) for name, broker in first.items()}
+
+
+def master_addresses(route: TopicRouteData) -> dict[str, str]:
+    """Broker name -> master address, for the brokers that have a master (producers
+    write to masters only)."""
     return {
-        name: broker.broker_addrs[MASTER_ID]
-        for name, broker in first.items()
-        if MASTER_ID in broker.broker_addrs
+        name: replicas[MASTER_ID]
+        for name, replicas in replica_addresses(route).items()
+        if MASTER_ID in replicas
     }
 
 

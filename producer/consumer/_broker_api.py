@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from dataclasses import dataclass
+from collections.abc import Awaitable
+from dataclasses import dataclass, replace
 
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
+from producer._consume.pull_node import Node, PullNodes
 from producer._consume.received import ReceivedMessage
 from producer._remoting.command import RemotingCommand
 from producer._remoting.committed_offsets import (
@@ -56,10 +58,14 @@ from producer._remoting.properties import (
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.requests import build_retry_send_request, max_offset_request
 from producer._remoting.retry_topics import retry_topic
-from producer._remoting.route import build_subscribe_queues, master_addresses
+from producer._remoting.route import (
+    build_subscribe_queues,
+    master_addresses,
+    replica_addresses,
+)
 from producer._remoting.send_header import send_status_or_raise
 from producer._types.message import MessageQueue
-from producer.errors import NoRouteError, ProducerError
+from producer.errors import NoRouteError, ProducerError, TransportError
 
 log = logging.getLogger("producer.consumer")
 
@@ -69,9 +75,13 @@ SEND_BACK_TIMEOUT_MS = 5000.0  # Java's sendMessageBack timeout
 
 @dataclass(frozen=True, slots=True)
 class TopicQueues:
+    """A topic's readable queues, its brokers' masters, and every replica of each
+    broker (name -> {broker id: address}, 0 the master)."""
+
     topic: str
     queues: list[MessageQueue]
     broker_addrs: dict[str, str]
+    replicas: dict[str, dict[int, str]]
 
 
 class BrokerApi:
@@ -96,6 +106,9 @@ class BrokerApi:
         #: Topics on the wire are ``<namespace>%topic``; messages show the user's name.
         self.namespace: str | None = None
         self._topics: dict[str, TopicQueues] = {}
+        #: Which replica each queue is read from (docs/consuming.md, High availability).
+        self.nodes = PullNodes()
+        self._retry_now: set[MessageQueue] = set()
 
     def __repr__(self) -> str:
         return f"BrokerApi({self.group}, topics={sorted(self._topics)})"
@@ -105,7 +118,12 @@ class BrokerApi:
     async def refresh(self, topic: str) -> TopicQueues:
         """The topic's readable queues and broker masters, fetched from a name server."""
         data = await self.routes.fetch(topic, self._deadline())
-        found = TopicQueues(topic, build_subscribe_queues(topic, data), master_addresses(data))
+        found = TopicQueues(
+            topic,
+            build_subscribe_queues(topic, data),
+            master_addresses(data),
+            replica_addresses(data),
+        )
         self._topics[topic] = found
         return found
 
@@ -117,6 +135,22 @@ class BrokerApi:
         for topic in self._topics.values():
             addrs.update(topic.broker_addrs)
         return addrs
+
+    def replica_addrs(self) -> list[str]:
+        """Every known replica's address, masters and slaves, once each, sorted."""
+        return sorted(
+            {a for t in self._topics.values() for r in t.replicas.values() for a in r.values()}
+        )
+
+    def replicas(self, queue: MessageQueue) -> dict[int, str]:
+        """The replicas of ``queue``'s broker, from its topic's route (else any route)."""
+        found = self._topics.get(queue.topic)
+        if found is not None and queue.broker_name in found.replicas:
+            return found.replicas[queue.broker_name]
+        for topic in self._topics.values():
+            if queue.broker_name in topic.replicas:
+                return topic.replicas[queue.broker_name]
+        return {}
 
     def addr(self, broker_name: str) -> str:
         for topic in self._topics.values():
@@ -133,28 +167,33 @@ class BrokerApi:
     # -- membership ----------------------------------------------------------------------
 
     async def heartbeat(self, data: ConsumerData) -> None:
-        """HEART_BEAT to every known broker master; a failure is logged, not raised."""
+        """HEART_BEAT to every known replica, slaves too (as Java's consumers do: a slave
+        serves pulls of the subscriptions it heard of); a failure is logged, not raised."""
         request_body = consumer_heartbeat_request(self.client_id, [data]).body
-        for name, addr in sorted(self.broker_addrs().items()):
+        for addr in self.replica_addrs():
             request = RemotingCommand(RequestCode.HEART_BEAT, body=request_body)
             try:
                 check_success(await self.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS))
             except ProducerError as exc:
-                log.warning("heartbeat to %s (%s) failed: %s", name, addr, exc)
+                log.warning("heartbeat to %s failed: %s", addr, exc)
 
     async def consumer_ids(self, topic: str) -> list[str]:
         """The group's members, asked of one random broker of ``topic`` (as Java does)."""
         queues = self._topics.get(topic)
-        if queues is None or not queues.broker_addrs:
+        if queues is None or not queues.replicas:
             return []
-        addr = self.rng.choice(sorted(queues.broker_addrs.values()))
+        # findBrokerAddrByTopic: a random broker; its master, else one of its slaves.
+        replicas = queues.replicas[self.rng.choice(sorted(queues.replicas))]
+        node = self.nodes.for_offsets(replicas, self.clock.monotonic_ms())
+        if node is None:
+            return []
         response = await self.client.invoke(
-            addr, consumer_list_request(self.group), HOUSEKEEPING_TIMEOUT_MS
+            node.addr, consumer_list_request(self.group), HOUSEKEEPING_TIMEOUT_MS
         )
         return parse_consumer_list(response)
 
     async def unregister(self, timeout_ms: float) -> None:
-        for addr in sorted(set(self.broker_addrs().values())):
+        for addr in self.replica_addrs():
             request = unregister_consumer_request(self.client_id, self.group)
             try:
                 await self.client.invoke(addr, request, timeout_ms)
@@ -187,16 +226,27 @@ class BrokerApi:
     async def persist(self, queue: MessageQueue, offset: int, *, oneway: bool = True) -> None:
         """UPDATE_CONSUMER_OFFSET (oneway from the periodic persist, as Java sends it)."""
         request = update_offset_request(self.group, queue, offset)
-        addr = self.addr(queue.broker_name)
+        addr = self._offset_addr(queue)
         if oneway:
             await self.client.invoke_oneway(addr, request, HOUSEKEEPING_TIMEOUT_MS)
         else:
             await self.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS)
 
     async def _invoke_queue(self, queue: MessageQueue, request: RemotingCommand) -> RemotingCommand:
-        return await self.client.invoke(
-            self.addr(queue.broker_name), request, HOUSEKEEPING_TIMEOUT_MS
-        )
+        addr = self._offset_addr(queue)
+        try:
+            return await self.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS)
+        except TransportError:
+            self.nodes.failed(addr, self.clock.monotonic_ms())
+            raise
+
+    def _offset_addr(self, queue: MessageQueue) -> str:
+        """Where ``queue``'s offsets are committed and asked: its master, or with none
+        (absent from the route, or down) a slave, as ``RemoteBrokerOffsetStore`` does."""
+        node = self.nodes.for_offsets(self.replicas(queue), self.clock.monotonic_ms())
+        if node is None:
+            return self.addr(queue.broker_name)  # raises NoRouteError naming the broker
+        return node.addr
 
     # -- orderly locks -------------------------------------------------------------------
 
@@ -222,20 +272,79 @@ class BrokerApi:
     # -- pulls ---------------------------------------------------------------------------
 
     async def pull(self, params: PullParams, timeout_ms: float) -> PullResult:
-        addr = self.addr(params.queue.broker_name)
-        response = await self.client.invoke(addr, pull_request(params), timeout_ms)
-        return parse_pull_response(response)
+        """One PULL_MESSAGE, from the replica :class:`PullNodes` chooses (the route asked
+        again first, while degraded, every few seconds)."""
+        queue = params.queue
+        if self.nodes.route_due(queue.topic, self.clock.monotonic_ms()):
+            await self._recheck(queue.topic)
+        node = self._pull_node(queue)
+        return await self.settle_pull(
+            queue, node, self.client.invoke(node.addr, self._on(node, params), timeout_ms)
+        )
 
     def start_pull(
         self, params: PullParams, timeout_ms: float
-    ) -> asyncio.Future[RemotingCommand | None] | None:
+    ) -> tuple[asyncio.Future[RemotingCommand | None], Node] | None:
         """The PULL_MESSAGE sent now, its answer a loop future (read it with
-        ``parse_pull_response``), if the broker's connection is open and starts requests
-        (asyncio); ``None`` otherwise, and nothing is sent."""
-        connection = self.client.startable(self.addr(params.queue.broker_name))
+        :meth:`settle_pull`) and the replica it went to, if that connection is open and
+        starts requests (asyncio); ``None`` otherwise (or the route is due), nothing sent."""
+        if self.nodes.route_due(params.queue.topic, self.clock.monotonic_ms()):
+            self.nodes.recheck_now(params.queue.topic)  # the awaited pull asks for it
+            return None
+        node = self._pull_node(params.queue)
+        connection = self.client.startable(node.addr)
         if connection is None:
             return None
-        return self.client.start(connection, pull_request(params), timeout_ms)
+        return self.client.start(connection, self._on(node, params), timeout_ms), node
+
+    async def settle_pull(
+        self,
+        queue: MessageQueue,
+        node: Node,
+        answer: Awaitable[RemotingCommand | None],
+    ) -> PullResult:
+        """A pull's answer read, its suggestion kept; a transport failure marks the
+        replica down (and says whether another can be pulled at once:
+        :meth:`retry_at_once`)."""
+        try:
+            response = await answer
+        except TransportError:
+            now = self.clock.monotonic_ms()
+            self.nodes.failed(node.addr, now)
+            if self.nodes.can_retry_at_once(queue, self.replicas(queue), node.addr, now):
+                self._retry_now.add(queue)
+            raise
+        assert response is not None, "a pull is never oneway"
+        result = parse_pull_response(response)
+        self.nodes.suggest(queue, result.suggest_which_broker_id)
+        return result
+
+    def retry_at_once(self, queue: MessageQueue) -> bool:
+        """Whether the pull of ``queue`` that just failed may be retried now, on another
+        replica, without the pull retry delay (asked once per failure)."""
+        if queue in self._retry_now:
+            self._retry_now.discard(queue)
+            return True
+        return False
+
+    def _pull_node(self, queue: MessageQueue) -> Node:
+        node = self.nodes.choose(queue, self.replicas(queue), self.clock.monotonic_ms())
+        if node is None:
+            raise NoRouteError(
+                queue.broker_name, self.routes.namesrv_addrs, "no known replica for this broker"
+            )
+        return node
+
+    @staticmethod
+    def _on(node: Node, params: PullParams) -> RemotingCommand:
+        # A slave stores no offset from a pull: Java clears the commit flag for it.
+        return pull_request(replace(params, commit=False) if node.is_slave else params)
+
+    async def _recheck(self, topic: str) -> None:
+        try:
+            await self.refresh(topic)
+        except ProducerError as exc:  # the route we have still serves
+            log.info("%s: route of %r not refreshed: %s", self.group, topic, exc)
 
     # -- retries -------------------------------------------------------------------------
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 
+from producer._consume.pull_node import Node
 from producer._remoting.command import RemotingCommand
-from producer._remoting.consumer_requests import PullParams, PullResult, parse_pull_response
+from producer._remoting.consumer_requests import PullParams, PullResult
+from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 
 __all__ = ["PullAhead"]
@@ -25,26 +27,32 @@ __all__ = ["PullAhead"]
 class PullAhead:
     """One pull in flight ahead of the answer being consumed; ``offset`` is where it reads."""
 
-    __slots__ = ("_waiter", "offset")
+    __slots__ = ("_api", "_node", "_queue", "_waiter", "offset")
 
-    def __init__(self, offset: int, waiter: asyncio.Future[RemotingCommand | None]) -> None:
-        self.offset = offset
-        self._waiter = waiter
+    def __init__(
+        self,
+        api: BrokerApi,
+        params: PullParams,
+        started: tuple[asyncio.Future[RemotingCommand | None], Node],
+    ) -> None:
+        self.offset = params.offset
+        self._api = api
+        self._queue: MessageQueue = params.queue
+        self._waiter, self._node = started
 
     @classmethod
     def send(cls, api: BrokerApi, params: PullParams, timeout_ms: float) -> PullAhead | None:
         """``params``' pull, sent now; ``None`` (nothing sent) where it cannot be."""
-        waiter = api.start_pull(params, timeout_ms)
-        return None if waiter is None else cls(params.offset, waiter)
+        started = api.start_pull(params, timeout_ms)
+        return None if started is None else cls(api, params, started)
 
     def __repr__(self) -> str:
         return f"PullAhead(offset={self.offset}, done={self._waiter.done()})"
 
     async def result(self) -> PullResult:
-        """The pull's result; a broker's or a transport's error raises."""
-        response = await self._waiter
-        assert response is not None, "a pull is never oneway"
-        return parse_pull_response(response)
+        """The pull's result (its suggested replica kept); a broker's or a transport's
+        error raises."""
+        return await self._api.settle_pull(self._queue, self._node, self._waiter)
 
     def cancel(self) -> None:
         """Abandoned (the queue dropped or stopped, or the answer before it undecodable)."""

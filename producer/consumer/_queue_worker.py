@@ -189,6 +189,9 @@ class QueueWorker:
         )
 
     async def _pull_failed(self, exc: ProducerError) -> None:
+        if self.api.retry_at_once(self.pq.queue):  # its replica is down, another is not
+            log.info("%s: pull failed (%s); pulling another replica now", self.pq.queue, exc)
+            return
         log.debug("%s: pull failed (%s); retrying", self.pq.queue, exc)
         await anyio.sleep(self.options.pull_retry_delay_ms / 1000.0)
 
