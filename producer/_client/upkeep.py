@@ -24,6 +24,7 @@ from producer._remoting.requests import (
     parse_max_offset_response,
     unregister_client_request,
 )
+from producer._remoting.route import DEGRADED_ROUTE_POLL_MS
 from producer._response_codes import ResponseCode
 from producer.errors import BrokerError, ProducerError
 
@@ -65,11 +66,22 @@ class Maintenance:
     # -- routes -----------------------------------------------------------------------
 
     async def _refresh_loop(self) -> None:
+        """Every ``refresh_interval_ms`` (Java's 30 s); while the router bans a broker (a
+        master down, say), every ``DEGRADED_ROUTE_POLL_MS``: a promoted master's new
+        address is written to within seconds of the route naming it."""
+        tick_ms = min(self.refresh_interval_ms, DEGRADED_ROUTE_POLL_MS)
+        last = self.clock.monotonic_ms()
         while True:
-            await anyio.sleep(self.refresh_interval_ms / 1000.0)
-            await self.refresh_routes()
+            await anyio.sleep(tick_ms / 1000.0)
+            now = self.clock.monotonic_ms()
+            if now - last >= self.refresh_interval_ms or self.router.banned(int(now)):
+                last = now
+                await self.refresh_routes()
 
     async def refresh_routes(self) -> None:
+        """Every cached route asked again; a master address seen for the first time (a
+        promoted slave) is sent a heartbeat at once, so its transaction checks find us."""
+        known = set(self.routes.broker_addrs().values())
         for topic in self.routes.topics():
             deadline = self.clock.monotonic_ms() + HOUSEKEEPING_TIMEOUT_MS
             try:
@@ -77,6 +89,9 @@ class Maintenance:
             except ProducerError as exc:
                 log.warning("route refresh of %r failed, keeping the old route: %s", topic, exc)
         self.router.retain(self.routes.broker_addrs())
+        if known:
+            for addr in sorted(set(self.routes.broker_addrs().values()) - known):
+                await self.heartbeat(addr)
 
     # -- heartbeats -------------------------------------------------------------------
 

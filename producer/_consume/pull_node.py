@@ -32,13 +32,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from producer._remoting.route import MASTER_ID
+from producer._remoting.route import DEGRADED_ROUTE_POLL_MS, MASTER_ID
 from producer._types.message import MessageQueue
 
 __all__ = ["DOWN_MS", "RECHECK_MS", "Node", "PullNodes", "find_in_subscribe"]
 
 DOWN_MS = 10_000.0  # how long a failed address is passed over before it is tried again
-RECHECK_MS = 2_000.0  # the route poll while degraded (Java: 30 s, always)
+RECHECK_MS = DEGRADED_ROUTE_POLL_MS
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,9 @@ PERM_READ = 0x1 << 2
 PERM_WRITE = 0x1 << 1
 PERM_INHERIT = 0x1
 MASTER_ID = 0
+#: How often a client re-reads its routes while a broker looks down (a master dead, maybe
+#: replaced: a promoted slave's new address shows in the route). Java polls every 30 s.
+DEGRADED_ROUTE_POLL_MS = 2_000.0
 
 
 def is_writeable(perm: int) -> bool:

@@ -371,12 +371,10 @@ class TransactionProducer(AsyncLifecycle):
     async def _announce(self, broker_name: str) -> None:
         """Heartbeat our group to a broker holding one of our halves, once: its checks can
         only reach a member it has heard from."""
-        if broker_name in self._announced:
-            return
         addr = self._port.broker_addr(broker_name)
-        if addr is not None:
+        if addr is not None and addr not in self._announced:  # a promoted master: again
             await self._port.heartbeat(addr)
-            self._announced.add(broker_name)
+            self._announced.add(addr)
 
     async def _announce_topic(self, topic: str) -> None:
         deadline = self._port.monotonic_ms() + HOUSEKEEPING_TIMEOUT_MS

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
 from producer._client.clock import Clock
@@ -109,6 +109,9 @@ class BrokerApi:
         #: Which replica each queue is read from (docs/consuming.md, High availability).
         self.nodes = PullNodes()
         self._retry_now: set[MessageQueue] = set()
+        #: Called with replica addresses a route names for the first time (a slave, a
+        #: promoted master): the push consumer heartbeats them before it pulls there.
+        self.on_new_replicas: Callable[[list[str]], Awaitable[None]] | None = None
 
     def __repr__(self) -> str:
         return f"BrokerApi({self.group}, topics={sorted(self._topics)})"
@@ -118,6 +121,7 @@ class BrokerApi:
     async def refresh(self, topic: str) -> TopicQueues:
         """The topic's readable queues and broker masters, fetched from a name server."""
         data = await self.routes.fetch(topic, self._deadline())
+        known = set(self.replica_addrs())
         found = TopicQueues(
             topic,
             build_subscribe_queues(topic, data),
@@ -125,6 +129,9 @@ class BrokerApi:
             replica_addresses(data),
         )
         self._topics[topic] = found
+        new = [a for a in self.replica_addrs() if a not in known]
+        if new and known and self.on_new_replicas is not None:
+            await self.on_new_replicas(new)
         return found
 
     def cached(self, topic: str) -> TopicQueues | None:
@@ -166,11 +173,11 @@ class BrokerApi:
 
     # -- membership ----------------------------------------------------------------------
 
-    async def heartbeat(self, data: ConsumerData) -> None:
+    async def heartbeat(self, data: ConsumerData, addrs: Iterable[str] | None = None) -> None:
         """HEART_BEAT to every known replica, slaves too (as Java's consumers do: a slave
         serves pulls of the subscriptions it heard of); a failure is logged, not raised."""
         request_body = consumer_heartbeat_request(self.client_id, [data]).body
-        for addr in self.replica_addrs():
+        for addr in self.replica_addrs() if addrs is None else addrs:
             request = RemotingCommand(RequestCode.HEART_BEAT, body=request_body)
             try:
                 check_success(await self.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS))
@@ -238,7 +245,9 @@ class BrokerApi:
             return await self.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS)
         except TransportError:
             self.nodes.failed(addr, self.clock.monotonic_ms())
-            raise
+            if self._offset_addr(queue) == addr:
+                raise
+        return await self.client.invoke(self._offset_addr(queue), request, HOUSEKEEPING_TIMEOUT_MS)
 
     def _offset_addr(self, queue: MessageQueue) -> str:
         """Where ``queue``'s offsets are committed and asked: its master, or with none
@@ -380,7 +389,12 @@ class BrokerApi:
         props[DELAY] = str(3 + message.reconsume_times)
         last: ProducerError | None = None
         properties = encode_properties(props)
-        for queue in queues.queues:
+        now = self.clock.monotonic_ms()
+        # A master seen down (its pulls failed) is tried last, not first.
+        for queue in sorted(
+            queues.queues,
+            key=lambda q: self.nodes.is_down(queues.broker_addrs.get(q.broker_name, ""), now),
+        ):
             request = build_retry_send_request(
                 queue,
                 body=message.body,

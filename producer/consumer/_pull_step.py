@@ -29,7 +29,7 @@ from producer._remoting.namespace import unwrap
 from producer._remoting.subscription import Subscription
 from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
-from producer.errors import OffsetOutOfRangeError, UndecodableBodyError
+from producer.errors import OffsetOutOfRangeError, TransportError, UndecodableBodyError
 
 log = logging.getLogger("producer.consumer")
 
@@ -122,9 +122,16 @@ async def pull(
     api: BrokerApi, ask: PullRequest, queue: MessageQueue, offset: int, subscription: Subscription
 ) -> Answer:
     """One pull of ``queue`` from ``offset``; a broker's or a decoding error raises (a
-    :class:`~producer.errors.ProducerError`)."""
+    :class:`~producer.errors.ProducerError`). A replica that fails in transport is
+    passed over: the pull goes once more, at once, to another one if there is one."""
     params = pull_params(ask, queue, offset, subscription)
-    return read_answer(ask, queue, subscription, await api.pull(params, ask.timeout_ms))
+    try:
+        result = await api.pull(params, ask.timeout_ms)
+    except TransportError:
+        if not api.retry_at_once(queue):
+            raise
+        result = await api.pull(params, ask.timeout_ms)  # another replica, at once
+    return read_answer(ask, queue, subscription, result)
 
 
 def read_answer(

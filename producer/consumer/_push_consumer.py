@@ -203,6 +203,7 @@ class PushConsumer(AsyncLifecycle):
                 retry_topic(self.group), parse_subscription(retry_topic(self.group), "*")
             )
         r = self._running = await self._open(self.listener)
+        r.api.on_new_replicas = lambda addrs: r.api.heartbeat(self._consumer_data(), addrs)
         self.state = LifecycleState.RUNNING
         try:
             await r.store.open()  # a damaged local offsets file fails here, loudly
