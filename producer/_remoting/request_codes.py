@@ -40,6 +40,7 @@ class RequestCode(enum.IntEnum):
     GET_ALL_CONSUMER_OFFSET = 43
     CHECK_CLIENT_CONFIG = 46
     GET_ROUTEINFO_BY_TOPIC = 105
+    GET_BROKER_CLUSTER_INFO = 106  # mqadmin clusterList
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
     SEND_REPLY_MESSAGE_V2 = 325  # a reply (MSG_TYPE=reply): ReplyMessageProcessor

@@ -76,6 +76,25 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         action="store_true",
         help="created topics hold an endless backlog pulled from a pre-built commit log",
     )
+    parser.add_argument(
+        "--slaves",
+        type=int,
+        choices=(0, 1),
+        default=0,
+        help="1: every broker gets a slave (brokerId 1, its own port) copying its log",
+    )
+    parser.add_argument(
+        "--slave-read-enable",
+        action="store_true",
+        help="slaveReadEnable: a pull reading far behind the log's end is sent to the slave",
+    )
+    parser.add_argument(
+        "--replication-lag-ms",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="slaves copy a message this long after it was stored (default 0)",
+    )
     parser.add_argument("--json", action="store_true", help="print the addresses as JSON")
     parser.add_argument(
         "--no-uvloop",
@@ -99,6 +118,9 @@ def _cluster_from(args: argparse.Namespace) -> DevCluster:
         sink=args.sink,
         pull_sink=args.pull_sink,
         broker_version=args.broker_version,
+        slaves=args.slaves,
+        slave_read_enable=args.slave_read_enable,
+        replication_lag_ms=args.replication_lag_ms,
     )
 
 
@@ -111,10 +133,12 @@ def _announce(cluster: DevCluster, *, as_json: bool, out: TextIO) -> None:
             "http": cluster.http_url,
             "delay_levels_ms": list(cluster.delay_levels.delays_ms),
             "broker_version": cluster.broker_version,
+            "slaves": cluster.slave_addrs,
         }
         print(json.dumps(info), file=out, flush=True)
         return
     lines = [f"namesrv {cluster.namesrv_addr}"] + [f"{n} {a}" for n, a in brokers.items()]
+    lines += [f"{n}-s {a} (slave)" for n, a in cluster.slave_addrs.items()]
     if cluster.http_url is not None:
         lines.append(f"http {cluster.http_url}")
     print("\n".join([*lines, "ready"]), file=out, flush=True)

@@ -52,6 +52,7 @@ from producer.testing._pop import PopSide
 from producer.testing._pop_acks import topic_config_answer
 from producer.testing._query import answer_query_message
 from producer.testing._replies import ReplyPusher
+from producer.testing._roles import SLAVE_REFUSED, BrokerRole, slave_refusal
 from producer.testing._schedule import SCHEDULE_TOPIC
 from producer.testing._send_checks import (
     SendRefusal,
@@ -129,6 +130,7 @@ class Broker:
         self.auto_create_topic = auto_create_topic
         self.region = region
         self.store = BrokerStore(name, clock_ms=clock_ms)
+        self.role = BrokerRole()  # master or slave (``_roles.py``, ``_replication.py``)
         config = transactions or TransactionConfig()
         self.transactions = Transactions(
             self.store,
@@ -159,6 +161,7 @@ class Broker:
             version=version,
             property_filter=property_filter,
         )
+        self.consume.role = self.role
         self.pop = (
             PopSide(
                 self.store,
@@ -186,7 +189,11 @@ class Broker:
         return f"Broker({self.name}, auto_create_topic={self.auto_create_topic}, {self.store!r})"
 
     def tick(self) -> None:
-        """Deliver what fell due (timer, delay levels), time out held pulls."""
+        """Deliver what fell due (timer, delay levels), time out held pulls; a slave only
+        times out held pulls (its copies are delivered and checked by its master)."""
+        if self.role.slave:
+            self.consume.tick()
+            return
         if self.timer is not None:
             self.timer.deliver_due(self._clock_ms(), self.store, self.put)
         self.consume.tick()
@@ -213,9 +220,12 @@ class Broker:
         if remark is not None:  # checked first, as the broker's ACL hook runs first
             refused = request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark)
             return None if request.is_oneway else Reply(encode_frame(refused))
-        if request.code in SEND_CODES:
+        if self.role.slave and request.code in SLAVE_REFUSED:
+            decision = decider(request.code in SEND_CODES)
+            response: RemotingCommand | None = slave_refusal(request, self.region)
+        elif request.code in SEND_CODES:
             decision = decider(True)
-            response: RemotingCommand | None = self.process_send(request, decision, channel.peer)
+            response = self.process_send(request, decision, channel.peer)
         elif request.code == RequestCode.SEND_REPLY_MESSAGE_V2:
             decision = decider(True)
             response = self.process_reply(request, channel.peer)

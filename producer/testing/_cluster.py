@@ -22,10 +22,13 @@ from producer._remoting.reply import reply_topic
 from producer._remoting.request_codes import V4_9_4, V5_3_3
 from producer.testing._acl import AccessControl, Account
 from producer.testing._broker import Broker
+from producer.testing._cluster_topics import TopicControl
 from producer.testing._cluster_view import ClusterView
 from producer.testing._faults import FaultSpec
+from producer.testing._ha import HaControl
 from producer.testing._namesrv import NameServer
 from producer.testing._pull_sink import PullSinkBroker
+from producer.testing._replication import Lag, Replica
 from producer.testing._server import Listener
 from producer.testing._sink import SinkBroker
 from producer.testing._store import (
@@ -35,7 +38,6 @@ from producer.testing._store import (
     PERM_READ,
     PERM_WRITE,
     TopicConfig,
-    seed_batch,
 )
 from producer.testing._tls import server_tls
 from producer.testing._transaction_config import TransactionConfig
@@ -86,7 +88,7 @@ def _advertised(host: str) -> str:
     return host
 
 
-class DevCluster(ClusterView, AsyncLifecycle):
+class DevCluster(HaControl, TopicControl, ClusterView, AsyncLifecycle):
     """A RocketMQ name server and ``brokers`` brokers speaking the 4.9.4 remoting protocol.
 
     ::
@@ -123,6 +125,11 @@ class DevCluster(ClusterView, AsyncLifecycle):
     subscriptions are checked and filtered (off, as 4.9.4's default, they are refused).
     ``tls=True`` serves TLS everywhere with a certificate made at start for 127.0.0.1 /
     localhost (clients: :meth:`client_ssl_context`); or pass a server ``SSLContext``.
+    ``slaves=1`` gives every broker a slave (brokerId 1, its own port) that copies its
+    master's commit log ``replication_lag_ms`` / ``replication_lag_messages`` behind and
+    answers as a 4.9.4 SLAVE (``slave_read_enable``: ``slaveReadEnable``; a pull that
+    reads more than ``in_memory_bytes`` behind the log's end is then suggested the slave);
+    :meth:`kill_master`, :meth:`restart_master` and :meth:`promote` fail a group.
 
     Runs on asyncio (including under ``anyio.run(..., backend="asyncio")``). For trio or
     synchronous code use :class:`~producer.testing.DevClusterThread`.
@@ -150,7 +157,14 @@ class DevCluster(ClusterView, AsyncLifecycle):
         broker_version: str = "4.9.4",
         transactions: TransactionConfig | None = None,
         property_filter: bool = False,
+        slaves: int = 0,
+        slave_read_enable: bool = False,
+        replication_lag_ms: int = 0,
+        replication_lag_messages: int = 0,
+        in_memory_bytes: int = 0,
     ) -> None:
+        if slaves not in (0, 1):
+            raise ValueError(f"slaves={slaves}: 0 or 1 slave per broker group")
         if broker_version not in BROKER_VERSIONS:
             raise ValueError(f"broker_version {broker_version!r}: one of {sorted(BROKER_VERSIONS)}")
         self.broker_version = broker_version
@@ -169,6 +183,8 @@ class DevCluster(ClusterView, AsyncLifecycle):
         self._pull_hold_check_ms = pull_hold_check_ms
         self._transactions = transactions
         self._property_filter = property_filter
+        self._slave_read_enable = slave_read_enable
+        self._in_memory_bytes = in_memory_bytes
         self._ticker: asyncio.Task[None] | None = None
         self.http_port = http_port
         self._access = None if acl is None else AccessControl(acl)
@@ -186,6 +202,9 @@ class DevCluster(ClusterView, AsyncLifecycle):
         )
         self._handlers: dict[str, Broker | SinkBroker] = {}
         self._listeners: dict[str, Listener] = {}
+        self._slaves: dict[str, Listener] = {}
+        self._replicas: dict[str, Replica] = {}
+        self._serving = serving
         self._http: Any = None
         self._started = False
         for name, port in zip(names, ports, strict=True):
@@ -196,15 +215,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
             )
             handler = self._make_handler(name, auto, cluster_name)
             self._handlers[name] = handler
-            self._listeners[name] = Listener(
-                name,
-                handler,
-                host=host,
-                port=port,
-                rng=self._rng(f"{name}/faults"),
-                ssl=serving,
-                on_close=handler.channel_closed if isinstance(handler, Broker) else None,
-            )
+            self._listeners[name] = self._listener_for(name, handler, port)
             # TopicConfigManager: every 4.x broker creates its cluster's reply topic
             self._register(
                 name, TopicConfig(reply_topic(cluster_name), 1, 1, PERM_READ | PERM_WRITE)
@@ -221,6 +232,29 @@ class DevCluster(ClusterView, AsyncLifecycle):
                 )
         for topic, queues in (topics or {}).items():
             self.add_topic(topic, queues)
+        if slaves:
+            lag = Lag(replication_lag_ms, replication_lag_messages)
+            self._build_slaves(
+                lambda name: self._listener_for(f"{name}-s", self._fresh_broker(name), 0), lag
+            )
+
+    def _listener_for(self, name: str, handler: Broker | SinkBroker, port: int) -> Listener:
+        return Listener(
+            name,
+            handler,
+            host=self.host,
+            port=port,
+            rng=self._rng(f"{name}/faults"),
+            ssl=self._serving,
+            on_close=handler.channel_closed if isinstance(handler, Broker) else None,
+        )
+
+    def _fresh_broker(self, name: str) -> Broker:
+        master = self._handlers[name]
+        assert isinstance(master, Broker)
+        broker = self._make_handler(name, master.auto_create_topic, master.cluster_name)
+        assert isinstance(broker, Broker)
+        return broker
 
     def client_ssl_context(self) -> ssl.SSLContext:
         """An ``ssl=`` for producers: trusts the certificate ``tls=True`` generated."""
@@ -235,7 +269,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
         if self.sink:
             return SinkBroker(name)
         kind = PullSinkBroker if self.pull_sink else Broker
-        return kind(
+        broker = kind(
             name,
             clock_ms=self._clock_ms,
             rng=self._rng(f"{name}/queues"),
@@ -249,6 +283,9 @@ class DevCluster(ClusterView, AsyncLifecycle):
             transactions=self._transactions,
             property_filter=self._property_filter,
         )
+        broker.role.slave_read_enable = self._slave_read_enable
+        broker.role.memory_bytes = self._in_memory_bytes
+        return broker
 
     def __repr__(self) -> str:
         state = "running" if self._started else "stopped"
@@ -277,6 +314,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
                 address = f"{self._advertised_host}:{listener.port}"
                 self._handlers[name].set_store_host(self._advertised_host, listener.port)
                 self._namesrv.register_broker(name, address)
+            await self._start_slaves()
             self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
             if self.http_port is not None:
                 try:
@@ -304,12 +342,16 @@ class DevCluster(ClusterView, AsyncLifecycle):
     def tick(self) -> None:
         """Act on the brokers' clocks now (delayed delivery, held pulls, expiry, transaction
         checks): every 20 ms by itself; a test moving a fake ``clock_ms`` calls it."""
-        for handler in self._handlers.values():
-            if isinstance(handler, Broker):
+        for name, handler in self._handlers.items():
+            if isinstance(handler, Broker) and not self._listeners[name].killed:
                 try:
                     handler.tick()
                 except Exception:  # a bug must not stop time for the others
                     log.exception("%s: tick failed", handler.name)
+        try:
+            self._tick_replicas()
+        except Exception:
+            log.exception("replication tick failed")
 
     async def aclose(self) -> None:
         """Stop listening, close every connection, cancel pending delayed answers."""
@@ -324,6 +366,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
             await http.aclose()
         for listener in self._listeners.values():
             await listener.aclose()
+        await self._close_slaves()
         await self._namesrv_listener.aclose()
 
     # -- faults --------------------------------------------------------------------------
@@ -361,63 +404,3 @@ class DevCluster(ClusterView, AsyncLifecycle):
     def namesrv_fault(self) -> FaultSpec:
         """The name server's current fault."""
         return self._namesrv_listener.fault
-
-    # -- topics and messages -------------------------------------------------------------
-
-    def add_topic(
-        self,
-        name: str,
-        queues: int,
-        perm: int = 6,
-        brokers: Iterable[str] | None = None,
-        *,
-        message_type: str = "NORMAL",
-    ) -> None:
-        """Create (or reconfigure) ``name`` with ``queues`` read/write queues on ``brokers``
-        (default: all); routes show it at once. ``message_type`` is 5.x's topic attribute
-        (``FIFO`` for an orderly topic), answered to GET_TOPIC_CONFIG."""
-        for broker in self.broker_names if brokers is None else list(brokers):
-            self._listener(broker)
-            config = TopicConfig(name, queues, queues, perm, message_type=message_type)
-            self._register(broker, config)
-
-    def delete_topic(self, name: str) -> None:
-        """``mqadmin deleteTopic``: off every broker and the name server (messages kept)."""
-        for handler in self._handlers.values():
-            if isinstance(handler, Broker):
-                handler.store.topics.pop(name, None)
-        self._namesrv.delete_topic(name)
-
-    def _register(self, broker: str, config: TopicConfig) -> None:
-        handler = self._handlers[broker]
-        if isinstance(handler, Broker):
-            handler.store.put_topic(config)
-        self._namesrv.register_topic(broker, config)
-
-    def backlog(self, topic: str, per_queue: int, *, tags: str = "seed") -> int:
-        """Store ``per_queue`` small messages in every queue of ``topic`` on every broker,
-        straight into the stores (a backlog in an instant; no producer, no sends).
-        Returns how many were stored."""
-        stored = 0
-        for name in self.broker_names:
-            store = self._broker(name).store
-            config = store.topic(topic)
-            for queue_id in range(config.write_queue_nums if config is not None else 0):
-                stored += len(store.append(topic, queue_id, seed_batch(topic, per_queue, tags)))
-        return stored
-
-    def drop_before(
-        self, topic: str, offset: int, *, broker: str | None = None, queue_id: int | None = None
-    ) -> dict[tuple[str, int], int]:
-        """Drop ``topic``'s messages below queue offset ``offset`` (on one broker / queue, or
-        all), as a broker deleting its oldest commit-log files does: GET_MIN_OFFSET and pulls
-        then report the new minimum, and a pull below it is answered OFFSET_MOVED.
-        Returns ``{(broker, queue_id): new minimum}``."""
-        moved: dict[tuple[str, int], int] = {}
-        for name in [broker] if broker is not None else self.broker_names:
-            store = self._broker(name).store
-            config = store.topic(topic)
-            queues = range(config.read_queue_nums) if config is not None else range(0)
-            for queue in [queue_id] if queue_id is not None else queues:
-                moved[(name, queue)] = store.drop_before(topic, queue, offset)
-        return moved

@@ -75,6 +75,7 @@ from producer.testing._groups import (
 )
 from producer.testing._held_pulls import HeldPull, HeldPulls
 from producer.testing._offset_answers import all_offsets_answer, query_offset_answer
+from producer.testing._roles import BrokerRole
 from producer.testing._schedule import SCHEDULE_TOPIC, DelaySchedule
 from producer.testing._server import Channel
 from producer.testing._store import (
@@ -138,6 +139,7 @@ class ConsumeSide:
         self.version = version  # which broker's answers (MQVersion ordinal)
         self.property_filter = property_filter  # enablePropertyFilter
         self.filters = ConsumerFilters()
+        self.role = BrokerRole()  # the broker's, shared (a slave answers pulls its own way)
         self.broker_name = broker_name
         self.registry = ConsumerRegistry()
         self.locks = LockTable()
@@ -261,21 +263,33 @@ class ConsumeSide:
         code, status, next_offset, found = get_messages(
             self.store, topic, queue_id, offset, max_count, subscription, sql
         )
-        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
+        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and self.role.stores_pulled_offset():
             self.offsets.commit(group, topic, queue_id, int_field(request, "commitOffset"))
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
             timeout = int_field(request, "suspendTimeoutMillis")
             held = HeldPull(request, channel, self._clock_ms() + timeout)
             self._held.hold(topic, queue_id, held)
             return None
+        behind = self._behind(topic, queue_id, offset, next_offset)
+        code, next_offset, suggest = self.role.pull_code(
+            code, next_offset, offset, self.role.suggest(behind)
+        )
         fields = {
-            "suggestWhichBrokerId": "0",
+            "suggestWhichBrokerId": str(suggest),
             "nextBeginOffset": str(next_offset),
             "minOffset": str(self.store.min_offset(topic, queue_id)),
             "maxOffset": str(self.store.max_offset(topic, queue_id)),
         }
         body = b"".join(encode_record(pulled_record(m)) for m in found)
         return request.make_response(code, ext_fields=fields, body=body, remark=status)
+
+    def _behind(self, topic: str, queue_id: int, offset: int, next_offset: int) -> int | None:
+        """How far the last consume-queue entry a pull read lies behind the commit log's end
+        (``maxOffsetPy - maxPhyOffsetPulling``); ``None`` when it read none."""
+        if next_offset <= offset:
+            return None
+        last = self.store.read(topic, queue_id, next_offset - 1, 1)
+        return self.store.commit_log_offset - last[0].commit_log_offset if last else None
 
     def _pull_checks(self, group: str, topic: str, queue_id: int, peer: str) -> None:
         config = self.registry.group(group)

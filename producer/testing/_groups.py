@@ -189,6 +189,10 @@ class ConsumerOffsets:
     def query(self, group: str, topic: str, queue_id: int) -> int | None:
         return self._offsets.get((topic, group, queue_id))
 
+    def put_all(self, other: ConsumerOffsets) -> None:
+        """``getOffsetTable().putAll``: ``other``'s entries overwrite these; the rest stay."""
+        self._offsets.update(other._offsets)
+
     def snapshot(self) -> dict[str, dict[int, int]]:
         """``consumerOffset.json``'s shape: ``{"topic@group": {queue: offset}}``."""
         table: dict[str, dict[int, int]] = {}

@@ -11,6 +11,9 @@ GET      /topics/{topic}/count        ``{"count": n, "unique_msg_ids": u}``
 GET      /topics/{topic}/messages     stored messages (``?limit=N``, default 1000)
 =======  ===========================  =====================================================
 
+With ``slaves=1``, also the replicated groups' routes of ``_http_ha.py`` (replication
+state and lag, kill-master, restart-master, promote).
+
 A fault spec object has the fields of :class:`~producer.testing.FaultSpec`, e.g.
 ``{"latency_ms": 200, "jitter_ms": 50, "latency_probability": 0.5}``.
 """
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from producer.testing._faults import FaultSpec, FaultSpecError
+from producer.testing._http_ha import add_ha_routes
 
 if TYPE_CHECKING:
     from producer.testing._cluster import DevCluster
@@ -147,6 +151,7 @@ def make_app(cluster: DevCluster) -> web.Application:
     app.router.add_delete("/namesrv/fault", delete_namesrv_fault)
     app.router.add_get("/topics/{topic}/count", topic_count)
     app.router.add_get("/topics/{topic}/messages", topic_messages)
+    add_ha_routes(app, cluster)
     return app
 
 

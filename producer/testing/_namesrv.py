@@ -4,6 +4,11 @@ Brokers are registered in-process (the cluster calls :meth:`NameServer.register_
 and :meth:`NameServer.register_topic`) rather than over REGISTER_BROKER. Routes list
 brokers in the order of Java's ``HashMap`` iteration over broker names, as the real
 server does (``broker-b`` before ``broker-a``): clients must not rely on it.
+
+A broker name holds one address per broker id (0 the master, 1 its slave). As
+``RouteInfoManager.onChannelDestroy`` does when a broker's channel closes,
+:meth:`NameServer.unregister_broker` removes one id; the name (and its topics' queue
+data, which only the master's registration writes) stays while another id is left.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ class NameServer:
 
     def __init__(self, *, cluster_name: str = "DefaultCluster") -> None:
         self.cluster_name = cluster_name
-        self._brokers: dict[str, str] = {}
+        self._brokers: dict[str, dict[int, str]] = {}  # name -> broker id -> address
         self._topics: dict[str, dict[str, QueueData]] = {}
 
     def __repr__(self) -> str:
@@ -44,8 +49,19 @@ class NameServer:
 
     # -- registration --------------------------------------------------------------------
 
-    def register_broker(self, name: str, address: str) -> None:
-        self._brokers[name] = address
+    def register_broker(self, name: str, address: str, broker_id: int = MASTER_ID) -> None:
+        self._brokers.setdefault(name, {})[broker_id] = address
+
+    def unregister_broker(self, name: str, broker_id: int) -> None:
+        """The broker's channel closed (``onChannelDestroy``): forget that one id."""
+        addresses = self._brokers.get(name, {})
+        addresses.pop(broker_id, None)
+        if not addresses:
+            self._brokers.pop(name, None)
+
+    def broker_addrs(self, name: str) -> dict[int, str]:
+        """``brokerAddrs`` of one broker name (empty when none is registered)."""
+        return dict(sorted(self._brokers.get(name, {}).items()))
 
     def register_topic(self, broker_name: str, config: TopicConfig) -> None:
         self._topics.setdefault(config.name, {})[broker_name] = QueueData(
@@ -83,7 +99,7 @@ class NameServer:
                 BrokerData(
                     cluster=self.cluster_name,
                     broker_name=name,
-                    broker_addrs={MASTER_ID: self._brokers[name]},
+                    broker_addrs=self.broker_addrs(name),
                 )
                 for name in names
             ],
@@ -98,11 +114,29 @@ class NameServer:
         decision = decider(False)
         if request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
             response = self.route_response(request)
+        elif request.code == RequestCode.GET_BROKER_CLUSTER_INFO:
+            response = request.make_response(ResponseCode.SUCCESS, body=self.cluster_info())
         else:
             response = not_supported(request)
         if request.is_oneway:
             return None
         return Reply(encode_frame(response), decision.delay)
+
+    def cluster_info(self) -> bytes:
+        """GET_BROKER_CLUSTER_INFO's ``ClusterInfo`` body (``mqadmin clusterList``), in
+        4.9.4's legacy fastjson (bare integer keys), as recorded from a real name server."""
+        names = java_hash_order(list(self._brokers), java_string_hash)
+        table = ",".join(
+            f'"{name}":{{"brokerAddrs":{{'
+            + ",".join(f'{i}:"{a}"' for i, a in self.broker_addrs(name).items())
+            + f'}},"brokerName":"{name}","cluster":"{self.cluster_name}"}}'
+            for name in names
+        )
+        members = ",".join(f'"{name}"' for name in names)
+        return (
+            f'{{"brokerAddrTable":{{{table}}},'
+            f'"clusterAddrTable":{{"{self.cluster_name}":[{members}]}}}}'
+        ).encode()
 
     def route_response(self, request: RemotingCommand) -> RemotingCommand:
         topic = request.field("topic")

@@ -180,6 +180,7 @@ class Listener:
         self._timers: set[asyncio.TimerHandle] = set()
         self._lock = asyncio.Lock()
         self._started = False
+        self.killed = False  # the process is gone (kill): no fault change brings it back
         self.requests = 0
         self.accepted = 0
 
@@ -210,7 +211,7 @@ class Listener:
         async with self._lock:
             self._started = True
             await self._listen()
-            if self._fault.down:
+            if self._fault.down or self.killed:
                 await self._stop_listening()
 
     async def set_fault(self, spec: FaultSpec) -> None:
@@ -220,9 +221,23 @@ class Listener:
             self._decider = self._make_decider(spec)
             if not self._started:
                 return
-            if spec.down:
+            if spec.down or self.killed:
                 await self._stop_listening()
             elif self._server is None:
+                await self._listen()
+
+    async def kill(self) -> None:
+        """The server process dies: stop listening, close every connection (their
+        ``on_close`` runs), until :meth:`revive`; its fault is kept."""
+        async with self._lock:
+            self.killed = True
+            await self._stop_listening()
+
+    async def revive(self) -> None:
+        """Listen again on the same port after :meth:`kill` (unless the fault says down)."""
+        async with self._lock:
+            self.killed = False
+            if self._started and not self._fault.down:
                 await self._listen()
 
     async def aclose(self) -> None:

@@ -185,6 +185,8 @@ class BrokerStore:
         self._min_offset: dict[tuple[str, int], int] = {}  # raised by drop_before only
         self._stats: dict[str, _TopicStats] = {}
         self._by_commit_offset: dict[int, StoredMessage] = {}
+        #: Every stored message in commit-log order (what a slave copies, ``_replication.py``).
+        self.log: list[StoredMessage] = []
         self._id_prefix = ""
         self.store_host = ""
         #: Called with ``(topic, queue_id)`` after every append (long polling wakes on it).
@@ -251,12 +253,33 @@ class BrokerStore:
                 stats.uniq_keys.add(uniq_key)
         self._next_offset[key] = queue_offset
         if self.keep_messages:
-            self._queues.setdefault(key, []).extend(stored)
-            for message in stored:
-                self._by_commit_offset[message.commit_log_offset] = message
+            self._keep(stored)
         if self.on_append is not None:
             self.on_append(topic, queue_id)
         return stored
+
+    def _keep(self, stored: list[StoredMessage]) -> None:
+        for message in stored:
+            self._queues.setdefault((message.topic, message.queue_id), []).append(message)
+            self._by_commit_offset[message.commit_log_offset] = message
+        self.log.extend(stored)
+
+    def copy_in(self, copied: list[StoredMessage], log_end: int) -> None:
+        """Store a master's messages as they are (HA copies the commit log byte for byte:
+        the same queue and commit-log offsets, store host and times); ``log_end`` is the
+        commit-log offset after the last of them."""
+        for message in copied:
+            key = (message.topic, message.queue_id)
+            self._next_offset[key] = message.queue_offset + 1
+            stats = self._stats.setdefault(message.topic, _TopicStats())
+            stats.count += 1
+            if message.uniq_key is not None:
+                stats.uniq_keys.add(message.uniq_key)
+        self._keep(copied)
+        self.commit_log_offset = log_end
+        if self.on_append is not None:
+            for topic, queue_id in dict.fromkeys((m.topic, m.queue_id) for m in copied):
+                self.on_append(topic, queue_id)
 
     def read(self, topic: str, queue_id: int, offset: int, max_count: int) -> list[StoredMessage]:
         """Up to ``max_count`` messages of one queue from queue offset ``offset`` on (none

@@ -212,6 +212,36 @@ class DevClusterThread(ClosesOnExit):
         """A JSON-ready summary of one broker (what ``GET /brokers`` lists)."""
         return self._query(lambda: self.cluster.broker_status(name))
 
+    # -- replicated groups (slaves=1) ----------------------------------------------------
+
+    def slave_addr(self, name: str) -> str:
+        """The address of ``name``'s slave (brokerId 1)."""
+        return self._query(lambda: self.cluster.slave_addr(name))
+
+    def slave_consumer_offsets(self, name: str) -> dict[str, dict[int, int]]:
+        """Committed consumer offsets on ``name``'s slave (as :meth:`consumer_offsets`)."""
+        return self._query(lambda: self.cluster.slave_consumer_offsets(name))
+
+    def replication(self, name: str) -> dict[str, object]:
+        """``name``'s group: state, messages not copied yet, lag, who runs."""
+        return self._query(lambda: self.cluster.replication(name))
+
+    def set_replication_lag(self, name: str, *, ms: int = 0, messages: int = 0) -> None:
+        """``name``'s slave copies messages ``ms`` old and not among the last ``messages``."""
+        self._query(lambda: self.cluster.set_replication_lag(name, ms=ms, messages=messages))
+
+    def kill_master(self, name: str) -> None:
+        """``kill -9`` of ``name``'s master: brokerId 0 leaves the route."""
+        self._run(lambda: self.cluster.kill_master(name))
+
+    def restart_master(self, name: str) -> None:
+        """Start ``name``'s dead member again (the master; after a promotion, as the slave)."""
+        self._run(lambda: self.cluster.restart_master(name))
+
+    def promote(self, name: str) -> str:
+        """``name``'s slave becomes its master; returns the new master's address."""
+        return self._run(lambda: self.cluster.promote(name))
+
 
 # help() and IDEs show DevCluster's parameters, which are the ones accepted.
 DevClusterThread.__init__.__signature__ = inspect.signature(DevCluster.__init__)  # type: ignore[attr-defined]

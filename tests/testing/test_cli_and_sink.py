@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import json
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from producer._response_codes import ResponseCode, SendStatus
 from producer._types.message import Message, MessageQueue
 from producer.cli.cluster import add_cluster_arguments, run_cluster, run_cluster_cli
 from producer.testing import DevCluster, FaultSpec
+from tests.helpers.cluster_cli import Output
 from tests.testing.rawclient import RawClient, make_request, send_fields
 
 pytestmark = pytest.mark.anyio
@@ -29,19 +29,6 @@ pytestmark = pytest.mark.anyio
 
 def parse(argv: list[str]) -> argparse.Namespace:
     return add_cluster_arguments(argparse.ArgumentParser()).parse_args(argv)
-
-
-class Output(io.StringIO):
-    """Captured output that says when the cluster announced itself."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ready = asyncio.Event()
-
-    def write(self, text: str) -> int:
-        if "ready" in text:
-            self.ready.set()
-        return super().write(text)
 
 
 async def test_cli_prints_addresses_and_stops_on_request() -> None:
@@ -80,7 +67,9 @@ def test_cli_subprocess_json_output_and_clean_sigterm() -> None:
     ) as proc:
         assert proc.stdout is not None
         info = json.loads(proc.stdout.readline())
-        assert set(info) == {"namesrv", "brokers", "http", "delay_levels_ms", "broker_version"}
+        keys = {"namesrv", "brokers", "http", "delay_levels_ms", "broker_version", "slaves"}
+        assert set(info) == keys
+        assert info["slaves"] == {}
         assert list(info["brokers"]) == ["broker-a", "broker-b", "broker-c"]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0

@@ -1,0 +1,276 @@
+"""The dev cluster's replicated groups (``slaves=1``) against raw requests: the slave's
+registration, its copy of the master's log with a lag on the cluster's clock, its answers
+as a 4.9.4 SLAVE (``PullMessageProcessor``, ``nextOffsetCorrection``,
+``SlaveSynchronize``), and ``kill_master`` / ``restart_master`` / ``promote``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from producer._remoting.request_codes import RequestCode
+from producer._remoting.store_record import decode_records
+from producer._response_codes import ResponseCode
+from producer.testing import DevCluster
+from tests.helpers.clocks import START_MS
+from tests.testing import ha_probe
+from tests.testing.rawclient import RawClient, make_request, send_fields
+
+pytestmark = pytest.mark.anyio
+
+TOPIC = "HaTopic"
+GROUP = f"{TOPIC}G"  # ha_probe.pull's group
+FLAG_COMMIT, FLAG_SUBSCRIPTION = ha_probe.FLAG_COMMIT, ha_probe.FLAG_SUBSCRIPTION
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = START_MS
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def cluster(clock: Clock) -> AsyncIterator[DevCluster]:
+    async with DevCluster(brokers=2, topics={TOPIC: 2}, slaves=1, clock_ms=clock) as cluster:
+        yield cluster
+
+
+def pull(offset: int, *, flag: int = FLAG_SUBSCRIPTION, commit: int = 0) -> object:
+    return ha_probe.pull(TOPIC, offset, flag, commit)
+
+
+async def request(addr: str, command: object) -> object:
+    async with await RawClient.connect(addr) as client:
+        return await client.request(command)  # type: ignore[arg-type]
+
+
+async def send(addr: str, count: int, *, first: int = 0) -> list[str]:
+    ids = []
+    async with await RawClient.connect(addr) as client:
+        for n in range(first, first + count):
+            props = f"UNIQ_KEY\x01HA{n:04d}\x02WAIT\x01true"
+            fields = send_fields(TOPIC, 0, properties=props)
+            answer = await client.request(
+                make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"m%d" % n)
+            )
+            assert answer.code == ResponseCode.SUCCESS, answer
+            ids.append(answer.ext_fields["msgId"])
+    return ids
+
+
+async def route(cluster: DevCluster) -> dict[str, dict[str, str]]:
+    answer = await request(
+        cluster.namesrv_addr, make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
+    )
+    body = json.loads(answer.body)  # type: ignore[attr-defined]
+    return {b["brokerName"]: b["brokerAddrs"] for b in body["brokerDatas"]}
+
+
+def records(answer: object) -> list[tuple[int, int, str, bytes]]:
+    found = decode_records(answer.body)  # type: ignore[attr-defined]
+    return [(r.queue_offset, r.commit_log_offset, r.store_host, r.body) for r in found]
+
+
+async def test_each_group_registers_its_slave_as_broker_id_1(cluster: DevCluster) -> None:
+    addrs = await route(cluster)
+    for name in ("broker-a", "broker-b"):
+        assert addrs[name] == {"0": cluster.broker_addr(name), "1": cluster.slave_addr(name)}
+        assert cluster.slave_addr(name) != cluster.broker_addr(name)
+    info = await request(
+        cluster.namesrv_addr, make_request(RequestCode.GET_BROKER_CLUSTER_INFO, {})
+    )
+    slave = cluster.slave_addr("broker-a")
+    assert f'1:"{slave}"'.encode() in info.body  # type: ignore[attr-defined]
+
+
+async def test_slave_serves_the_masters_messages_at_their_offsets_once_the_lag_passed(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    cluster.set_replication_lag("broker-a", ms=1000)
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    await send(master, 3)
+    cluster.tick()
+    early = await request(slave, pull(0))
+    assert early.code == ResponseCode.PULL_NOT_FOUND  # type: ignore[attr-defined]
+    assert cluster.replication("broker-a")["behind"] == 3
+    clock.ms += 1000
+    cluster.tick()
+    from_slave = await request(slave, pull(0))
+    from_master = await request(master, pull(0))
+    assert from_slave.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
+    # the same records: queue and commit-log offsets, and the master's store host (HA
+    # copies the log's bytes, so a msgId decoded from the slave names the master)
+    assert records(from_slave) == records(from_master)
+    assert [r[0] for r in records(from_slave)] == [0, 1, 2]
+    assert {r[2] for r in records(from_slave)} == {master}
+
+
+async def test_slave_stays_the_lag_in_messages_behind(cluster: DevCluster) -> None:
+    cluster.set_replication_lag("broker-a", messages=2)
+    await send(cluster.broker_addr("broker-a"), 5)
+    cluster.tick()
+    answer = await request(cluster.slave_addr("broker-a"), pull(0))
+    assert [r[0] for r in records(answer)] == [0, 1, 2]
+    assert answer.ext_fields["maxOffset"] == "3"  # type: ignore[attr-defined]
+
+
+async def test_a_slave_corrects_no_offset_and_asks_to_retry(cluster: DevCluster) -> None:
+    await send(cluster.broker_addr("broker-a"), 3)
+    cluster.tick()
+    on_slave = await request(cluster.slave_addr("broker-a"), pull(10))
+    on_master = await request(cluster.broker_addr("broker-a"), pull(10))
+    assert (on_master.code, on_master.ext_fields["nextBeginOffset"]) == (  # type: ignore[attr-defined]
+        ResponseCode.PULL_OFFSET_MOVED,
+        "3",
+    )
+    assert (on_slave.code, on_slave.ext_fields["nextBeginOffset"]) == (  # type: ignore[attr-defined]
+        ResponseCode.PULL_RETRY_IMMEDIATELY,
+        "10",
+    )
+    assert on_slave.remark == "OFFSET_OVERFLOW_BADLY"  # type: ignore[attr-defined]
+
+
+async def test_suggest_which_broker_id_is_the_real_brokers(clock: Clock) -> None:
+    # without slaveReadEnable (4.9.4's default): always the master, however far behind
+    async with DevCluster(
+        brokers=1, topics={TOPIC: 1}, slaves=1, clock_ms=clock, in_memory_bytes=200
+    ) as plain:
+        await send(plain.broker_addr("broker-a"), 3)
+        plain.tick()
+        for addr in (plain.broker_addr("broker-a"), plain.slave_addr("broker-a")):
+            answer = await request(addr, _pull_one(0))  # 441 bytes behind
+            assert answer.ext_fields["suggestWhichBrokerId"] == "0"  # type: ignore[attr-defined]
+    # slaveReadEnable: a pull reading more than the in-memory share behind the log's end
+    # is sent to the slave (whichBrokerWhenConsumeSlowly), one near the end to the master
+    async with DevCluster(
+        brokers=1,
+        topics={TOPIC: 1},
+        slaves=1,
+        clock_ms=clock,
+        slave_read_enable=True,
+        in_memory_bytes=200,
+    ) as reading:
+        master = reading.broker_addr("broker-a")
+        await send(master, 3)  # 147 bytes each
+        reading.tick()
+        whole = await request(master, pull(0))  # read to offset 2: 147 bytes behind
+        assert whole.ext_fields["suggestWhichBrokerId"] == "0"  # type: ignore[attr-defined]
+        behind = await request(master, _pull_one(0))  # 441 bytes behind
+        assert behind.ext_fields["suggestWhichBrokerId"] == "1"  # type: ignore[attr-defined]
+        on_slave = await request(reading.slave_addr("broker-a"), _pull_one(0))
+        assert on_slave.ext_fields["suggestWhichBrokerId"] == "1"  # type: ignore[attr-defined]
+        near = await request(master, _pull_one(2))
+        assert near.ext_fields["suggestWhichBrokerId"] == "0"  # type: ignore[attr-defined]
+
+
+def _pull_one(offset: int) -> object:
+    command = pull(offset)
+    command.ext_fields["maxMsgNums"] = "1"  # type: ignore[attr-defined]
+    return command
+
+
+async def test_slave_offsets_and_the_masters_sync(cluster: DevCluster, clock: Clock) -> None:
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    await send(master, 3)
+    cluster.tick()
+    await request(slave, pull(0, flag=FLAG_SUBSCRIPTION | FLAG_COMMIT, commit=2))
+    assert cluster.slave_consumer_offsets("broker-a") == {}  # a slave stores no pulled offset
+    fields = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0", "commitOffset": "3"}
+    await request(slave, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 3}}
+    await request(
+        master, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, {**fields, "commitOffset": "1"})
+    )
+    clock.ms += 9_999
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 3}}
+    clock.ms += 1  # SlaveSynchronize every 10 s: the master's entry overwrites the slave's
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 1}}
+
+
+async def test_kill_master_leaves_only_the_slave_in_the_route(cluster: DevCluster) -> None:
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    await send(master, 2)
+    cluster.tick()
+    await cluster.kill_master("broker-a")
+    assert (await route(cluster))["broker-a"] == {"1": slave}
+    assert (await route(cluster))["broker-b"].keys() == {"0", "1"}
+    with pytest.raises(ConnectionRefusedError):
+        await RawClient.connect(master)
+    assert [r[0] for r in records(await request(slave, pull(0)))] == [0, 1]
+
+
+async def test_restarted_master_returns_to_the_route_and_the_slave_copies_on(
+    cluster: DevCluster,
+) -> None:
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    await send(master, 2)
+    await cluster.kill_master("broker-a")
+    cluster.tick()  # nothing copied while the master is gone
+    assert cluster.replication("broker-a")["behind"] == 2
+    await cluster.restart_master("broker-a")
+    assert (await route(cluster))["broker-a"] == {"0": master, "1": slave}
+    await send(master, 1, first=2)
+    cluster.tick()
+    assert [r[0] for r in records(await request(slave, pull(0)))] == [0, 1, 2]
+
+
+async def test_promote_gives_the_group_a_new_master_address(cluster: DevCluster) -> None:
+    old_master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    await send(old_master, 2)
+    cluster.tick()
+    new_master = await cluster.promote("broker-a")
+    assert new_master == slave == cluster.broker_addr("broker-a")
+    assert (await route(cluster))["broker-a"] == {"0": new_master}
+    ids = await send(new_master, 1, first=2)  # a slave refuses sends; the new master stores
+    answer = await request(new_master, pull(0))
+    assert [r[0] for r in records(answer)] == [0, 1, 2]
+    assert ids[0].startswith(new_master_id_prefix(new_master))
+    await cluster.restart_master("broker-a")  # the old master comes back as the slave
+    cluster.tick()
+    assert (await route(cluster))["broker-a"] == {"0": new_master, "1": old_master}
+    assert [r[0] for r in records(await request(old_master, pull(0)))] == [0, 1, 2]
+
+
+def new_master_id_prefix(addr: str) -> str:
+    host, port = addr.split(":")
+    return "".join(f"{int(p):02X}" for p in host.split(".")) + f"{int(port):08X}"
+
+
+async def test_promoted_master_ends_a_transaction_begun_on_the_old_one(
+    cluster: DevCluster,
+) -> None:
+    props = "TRAN_MSG\x01true\x02PGROUP\x01TxG\x02UNIQ_KEY\x01HALF1\x02WAIT\x01true"
+    fields = {**send_fields(TOPIC, 0, properties=props, sys_flag=4), "a": "TxG"}
+    half = await request(
+        cluster.broker_addr("broker-a"),
+        make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"tx"),
+    )
+    cluster.tick()
+    end = {
+        "producerGroup": "TxG",
+        "tranStateTableOffset": half.ext_fields["queueOffset"],  # type: ignore[attr-defined]
+        "commitLogOffset": str(int(half.ext_fields["msgId"][-16:], 16)),  # type: ignore[attr-defined]
+        "commitOrRollback": "8",
+        "fromTransactionCheck": "false",
+        "msgId": "HALF1",
+    }
+    on_slave = await request(
+        cluster.slave_addr("broker-a"), make_request(RequestCode.END_TRANSACTION, end)
+    )
+    assert on_slave.code == ResponseCode.SLAVE_NOT_AVAILABLE  # type: ignore[attr-defined]
+    new_master = await cluster.promote("broker-a")
+    ended = await request(new_master, make_request(RequestCode.END_TRANSACTION, end))
+    assert ended.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
+    assert [m.body for m in cluster.messages(TOPIC)] == [b"tx"]
+    assert cluster.open_transactions() == set()
