@@ -5,6 +5,7 @@ On the dev cluster with a slave per group (``slaves=1``): ``kill_master`` is a `
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -12,8 +13,9 @@ import anyio
 import pytest
 
 from producer import Message, Producer
-from producer.consumer import ConsumeStatus, PullConsumer, ReceivedMessage
+from producer.consumer import ConsumeStatus, DeadLetterQueue, PullConsumer, ReceivedMessage
 from producer.testing import DevClusterThread
+from tests.helpers.dead_letters import dead_letters
 from tests.helpers.push import FAST_LEVELS, consumer, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -165,3 +167,25 @@ async def test_pull_consumer_reads_the_whole_topic_with_a_dead_master(
                 for batch in (await c.getmany(timeout_ms=100)).values():
                     read.update(m.msg_id for m in batch)
     assert sum(read.values()) == len(stored)
+
+
+async def test_dead_letters_are_read_from_the_slave_with_the_master_dead() -> None:
+    skew = [0]  # the cluster's clock, moved on to the slave's next metadata sync
+    with DevClusterThread(
+        brokers=2,
+        topics={"Orders": QUEUES},
+        slaves=1,
+        clock_ms=lambda: int(time.time() * 1000) + skew[0],
+    ) as cluster:
+        ids = await dead_letters(cluster, [b"d%d" % n for n in range(12)])
+        assert "broker-a" in {m.broker_name for m in cluster.messages("%DLQ%cg")}
+        await until_copied(cluster, "broker-a")
+        # SlaveSynchronize (every 10 s) copies the %DLQ% topic's config and the offsets.
+        skew[0] += 10_001
+        await until(
+            lambda: any(k.endswith("@cg") for k in cluster.slave_consumer_offsets("broker-a"))
+        )
+        cluster.kill_master("broker-a")
+        async with DeadLetterQueue("cg", cluster.namesrv_addr) as dlq:
+            found = {letter.msg_id for letter in await dlq.read()}
+    assert found == set(ids)
