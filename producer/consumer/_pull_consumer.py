@@ -195,6 +195,9 @@ class PullConsumer(AsyncLifecycle):
         for topic in {q.topic for q in chosen}:
             self._subscriptions[topic] = subscription_for(topic, expression, sql)
             self._checked.discard(topic)
+        if self._api is not None:  # queues let go no longer keep the reader degraded
+            for queue in set(self._positions) - set(chosen):
+                self._api.nodes.forget(queue)
         self._positions = {q: self._positions.get(q) for q in chosen}
         self._buffer.keep(self._positions)
         self._want_heartbeat()

@@ -424,6 +424,7 @@ class PushConsumer(AsyncLifecycle):
         del self._workers[queue]
         worker.pq.dropped = True
         worker.stop()
+        r.api.nodes.forget(queue)  # no longer ours: it does not keep us degraded
         offset = self.offsets.remove(queue)
         try:
             if offset is not None and isinstance(r.store, BrokerOffsets):

@@ -147,3 +147,11 @@ def test_a_live_replica_is_always_preferred_to_a_down_one(
         other = SLAVE if node.addr == MASTER else MASTER
         if nodes.is_down(node.addr, now):
             assert nodes.is_down(other, now)
+
+
+def test_a_queue_let_go_no_longer_keeps_the_reader_degraded() -> None:
+    nodes = PullNodes()
+    nodes.choose(Q, {1: SLAVE}, 0.0)
+    assert nodes.degraded(0.0)
+    nodes.forget(Q)
+    assert not nodes.degraded(0.0) and not nodes.route_due("T", 0.0)
