@@ -130,7 +130,8 @@ class Broker:
         self.auto_create_topic = auto_create_topic
         self.region = region
         self.store = BrokerStore(name, clock_ms=clock_ms)
-        self.role = BrokerRole()  # master or slave (``_roles.py``, ``_replication.py``)
+        # master or slave (``_roles.py``, ``_replication.py``)
+        self.role = BrokerRole(five=version >= TIMER_BROKER_VERSION)
         config = transactions or TransactionConfig()
         self.transactions = Transactions(
             self.store,
@@ -229,6 +230,10 @@ class Broker:
         elif request.code == RequestCode.SEND_REPLY_MESSAGE_V2:
             decision = decider(True)
             response = self.process_reply(request, channel.peer)
+        elif request.code == RequestCode.PULL_MESSAGE and self.role.rejects_pull():
+            decision = decider(False)
+            remark = _INJECTED_REMARKS[ResponseCode.SYSTEM_BUSY]
+            response = request.make_response(ResponseCode.SYSTEM_BUSY, remark=remark)
         elif request.code in CONSUME_CODES:
             decision = decider(False)
             response = self.consume.process(request, channel)

@@ -265,15 +265,13 @@ class ConsumeSide:
         )
         if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and self.role.stores_pulled_offset():
             self.offsets.commit(group, topic, queue_id, int_field(request, "commitOffset"))
+        behind = self._behind(topic, queue_id, offset, next_offset)
+        code, next_offset, suggest = self.role.pull_answer(code, next_offset, offset, behind)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
             timeout = int_field(request, "suspendTimeoutMillis")
             held = HeldPull(request, channel, self._clock_ms() + timeout)
             self._held.hold(topic, queue_id, held)
             return None
-        behind = self._behind(topic, queue_id, offset, next_offset)
-        code, next_offset, suggest = self.role.pull_code(
-            code, next_offset, offset, self.role.suggest(behind)
-        )
         fields = {
             "suggestWhichBrokerId": str(suggest),
             "nextBeginOffset": str(next_offset),
