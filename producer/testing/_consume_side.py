@@ -140,6 +140,7 @@ class ConsumeSide:
         self.property_filter = property_filter  # enablePropertyFilter
         self.filters = ConsumerFilters()
         self.role = BrokerRole()  # the broker's, shared (a slave answers pulls its own way)
+        self.served = 0  # messages answered to pulls (how a failover test sees a slave read)
         self.broker_name = broker_name
         self.registry = ConsumerRegistry()
         self.locks = LockTable()
@@ -279,6 +280,7 @@ class ConsumeSide:
             "maxOffset": str(self.store.max_offset(topic, queue_id)),
         }
         body = b"".join(encode_record(pulled_record(m)) for m in found)
+        self.served += len(found) if code == ResponseCode.SUCCESS else 0
         return request.make_response(code, ext_fields=fields, body=body, remark=status)
 
     def _behind(self, topic: str, queue_id: int, offset: int, next_offset: int) -> int | None:
