@@ -308,3 +308,24 @@ async def test_a_5x_slave_sends_readers_back_while_its_master_lives(clock: Clock
         await five.kill_master("broker-a")
         alone = await request(slave, pull(2))
         assert alone.code == ResponseCode.PULL_NOT_FOUND  # type: ignore[attr-defined]
+
+
+async def test_view_message_by_id_reads_the_copied_record_on_the_slave(
+    cluster: DevCluster,
+) -> None:
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    await send(master, 2)
+    cluster.tick()
+    pulled = await request(slave, pull(0))
+    second = decode_records(pulled.body)[1]  # type: ignore[attr-defined]
+    view = make_request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(second.commit_log_offset)})
+    on_slave = await request(slave, view)
+    # as a real 4.9.4 slave answers: the stored record's bytes, no header fields
+    assert (on_slave.code, on_slave.remark, on_slave.ext_fields) == (0, None, None)  # type: ignore[attr-defined]
+    assert decode_records(on_slave.body) == [second]  # type: ignore[attr-defined]
+    missing = make_request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": "999999999"})
+    answer = await request(slave, missing)
+    assert (answer.code, answer.remark) == (  # type: ignore[attr-defined]
+        ResponseCode.SYSTEM_ERROR,
+        "can not find message by the offset, 999999999",
+    )
