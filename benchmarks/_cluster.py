@@ -38,6 +38,7 @@ class ClusterProcess:
         http: bool = False,
         seed: int = 0,
         broker_version: str = "4.9.4",
+        slaves: int = 0,
     ) -> None:
         self.command = [sys.executable, "-m", "producer", "cluster", "--json"]
         self.command += ["--brokers", str(brokers), "--namesrv-port", "0", "--seed", str(seed)]
@@ -51,6 +52,8 @@ class ClusterProcess:
             self.command += ["--http-port", "0"]
         if broker_version != "4.9.4":
             self.command += ["--broker-version", broker_version]
+        if slaves:
+            self.command += ["--slaves", str(slaves)]
         self.process: subprocess.Popen[str] | None = None
         self.info: dict[str, Any] = {}
 

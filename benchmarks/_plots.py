@@ -94,6 +94,22 @@ def faults(results: dict[str, Any], out_dir: Path) -> list[str]:
     return names
 
 
+def faults_failover(results: dict[str, Any], out_dir: Path) -> list[str]:
+    """Per round: send p99 before the kill, in the 5 s after it, and later."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    rounds = results["rounds"]
+    labels = [f"round {n + 1}" for n in range(len(rounds))]
+    series = {
+        "before the kill": [r["p99_before_ms"] or 0.0 for r in rounds],
+        "5 s after the kill": [r["p99_around_ms"] or 0.0 for r in rounds],
+        "later": [r["p99_after_ms"] or 0.0 for r in rounds],
+    }
+    _bars(ax, labels, series, log=True)
+    ax.set_ylabel("send p99 (ms, log)")
+    fig.suptitle(f"Failover: {results['scenario']}")
+    return [_save(fig, out_dir, "faults_failover.png")]
+
+
 def _timeline(label: str, name: str, scenario: dict[str, Any], out_dir: Path, file: str) -> str:
     fig, (share, p99) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
     for strategy, cell in scenario["strategies"].items():

@@ -20,6 +20,11 @@ window with the scenario's faults on ``broker-b``.
 msgs/s and client CPU per message, median and spread. ``results.cells.<rate>/<load>
 .scenarios.<scenario>.strategies.<strategy>``: see :mod:`benchmarks._faults_stats`.
 The targets are issue 10's, checked on the medians of each cell.
+
+``--failover`` runs issue 44's scenario instead (:mod:`benchmarks._faults_failover`): a
+replicated cluster (``--slaves 1``), broker-a's master killed under steady produce +
+consume, and what that cost: sends failed, p99 around the kill, seconds until the slave
+is read, messages lost and duplicated.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 from rich.table import Table
 
 from benchmarks import _common as common
+from benchmarks import _faults_failover
 from benchmarks._cluster import ClusterProcess
 from benchmarks._faults_scenarios import FAULTY, SCENARIOS
 from benchmarks._faults_stats import aggregate, median_of
@@ -81,6 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--throughput-seconds", type=common.positive_float, help="closed-loop s (3; --quick: 1)"
     )
     parser.add_argument("--max-rate", type=common.positive_float, help="skip measuring 'max'")
+    parser.add_argument(
+        "--failover",
+        action="store_true",
+        help="instead: kill a replicated master under produce + consume (issue 44)",
+    )
+    parser.add_argument(
+        "--failover-rate", type=common.positive_float, default=200.0, help="msg/s (200)"
+    )
+    parser.add_argument(
+        "--failover-drain",
+        type=common.positive_float,
+        default=30.0,
+        help="s the consumer may take to read the rest after the restart (30)",
+    )
     return parser
 
 
@@ -306,10 +326,32 @@ def print_table(results: dict[str, Any]) -> None:
         common.out.print(table)
 
 
+def print_failover(results: dict[str, Any]) -> None:
+    table = Table(title=f"Failover: {results['scenario']}, {results['rate']:g} msg/s")
+    table.add_column("figure")
+    table.add_column("median [min-max]", justify="right")
+    for name in results["figures"]:
+        table.add_row(name, _spread(results["figures"], name, 2))
+    common.out.print(table)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = settle_args(build_parser().parse_args(argv))
     started, machine = time.monotonic(), common.machine_info()
+    if args.failover:
+        failover = _faults_failover.run_rounds(args)
+        return common.finish(
+            args,
+            NAME,
+            argv,
+            results=failover,
+            targets=_faults_failover.targets(failover),
+            plot="faults_failover",
+            show=lambda: print_failover(failover),
+            started=started,
+            machine=machine,
+        )
     with ClusterProcess(brokers=3, topics={TOPIC: 4}, sink=True, http=True) as cluster:
         results = run_all(args, cluster)
         results["server"] = {"sink": True, "command": cluster.command[1:]}

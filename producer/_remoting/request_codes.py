@@ -28,6 +28,7 @@ class RequestCode(enum.IntEnum):
     GET_MAX_OFFSET = 30
     GET_MIN_OFFSET = 31
     GET_EARLIEST_MSG_STORETIME = 32
+    VIEW_MESSAGE_BY_ID = 33  # mqadmin queryMsgById
     HEART_BEAT = 34
     UNREGISTER_CLIENT = 35
     CONSUMER_SEND_MSG_BACK = 36

@@ -25,6 +25,7 @@ from latency_fault import ROUTER_NAMES, AdaptiveConfig, AdaptiveRouter
 from producer import Message, Producer, SendFuture, SendResult
 from producer.cli.common import MAX_LINE, positive_float, wrapped
 from producer.cli.demo_bound import brown_out_line, measure_brown_out, stall_threshold_ms
+from producer.cli.demo_failover import run_failover_demo
 from producer.cli.demo_ledger import MsgIdLedger, judge
 from producer.cli.demo_view import (
     Display,
@@ -63,6 +64,12 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         "--no-live", dest="live", action="store_false", help="one plain line per second"
     )
     parser.add_argument("--seed", type=int, default=0, help="dev cluster seed (default 0)")
+    parser.add_argument(
+        "--failover",
+        action="store_true",
+        help="instead: kill a replicated master under steady produce + consume (slaves=1); "
+        "report failed sends, p99 around the kill, when the slave is read, lost, duplicated",
+    )
     return parser
 
 
@@ -247,6 +254,8 @@ async def run_demo(
     args: argparse.Namespace, *, out: TextIO | None = None, stop: anyio.Event | None = None
 ) -> int:
     """The ``demo`` command; returns 0 only if the verdict holds."""
+    if args.failover:
+        return await run_failover_demo(args, out or sys.stdout)
     console, stop = _console(out or sys.stdout), stop or anyio.Event()
     stats, ledger = LiveStats(), MsgIdLedger()
     async with DevCluster(brokers=3, topics={TOPIC: 4}, seed=args.seed) as cluster:

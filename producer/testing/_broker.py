@@ -14,8 +14,8 @@ with the real remark (``not_supported``).
 * pop, ack, batch ack and change-invisible-time (``POP_CODES``, a 5.x broker only):
   ``_pop.py``; GET_TOPIC_CONFIG (5.x only): ``_pop.py``'s ``topic_config_answer``;
 * END_TRANSACTION: ``_transactions.py``; HEART_BEAT and UNREGISTER_CLIENT: ``_clients.py``;
-  QUERY_MESSAGE: ``_query.py``; CHECK_CLIENT_CONFIG (a SQL92 filter): ``_filters.py``;
-  GET_MAX_OFFSET: here.
+  QUERY_MESSAGE and VIEW_MESSAGE_BY_ID: ``_query.py``; CHECK_CLIENT_CONFIG (a SQL92
+  filter): ``_filters.py``; GET_MAX_OFFSET: here.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from producer.testing._faults import FaultDecision
 from producer.testing._filters import check_client_config
 from producer.testing._pop import PopSide
 from producer.testing._pop_acks import topic_config_answer
-from producer.testing._query import answer_query_message
+from producer.testing._query import answer_query_message, answer_view_message
 from producer.testing._replies import ReplyPusher
 from producer.testing._roles import SLAVE_REFUSED, BrokerRole, slave_refusal
 from producer.testing._schedule import SCHEDULE_TOPIC
@@ -130,7 +130,8 @@ class Broker:
         self.auto_create_topic = auto_create_topic
         self.region = region
         self.store = BrokerStore(name, clock_ms=clock_ms)
-        self.role = BrokerRole()  # master or slave (``_roles.py``, ``_replication.py``)
+        # master or slave (``_roles.py``, ``_replication.py``)
+        self.role = BrokerRole(five=version >= TIMER_BROKER_VERSION)
         config = transactions or TransactionConfig()
         self.transactions = Transactions(
             self.store,
@@ -229,6 +230,10 @@ class Broker:
         elif request.code == RequestCode.SEND_REPLY_MESSAGE_V2:
             decision = decider(True)
             response = self.process_reply(request, channel.peer)
+        elif request.code == RequestCode.PULL_MESSAGE and self.role.rejects_pull():
+            decision = decider(False)
+            remark = _INJECTED_REMARKS[ResponseCode.SYSTEM_BUSY]
+            response = request.make_response(ResponseCode.SYSTEM_BUSY, remark=remark)
         elif request.code in CONSUME_CODES:
             decision = decider(False)
             response = self.consume.process(request, channel)
@@ -255,6 +260,8 @@ class Broker:
             return self._max_offset(request)
         if code == RequestCode.QUERY_MESSAGE:
             return answer_query_message(self.store, request)
+        if code == RequestCode.VIEW_MESSAGE_BY_ID:
+            return answer_view_message(self.store, request)
         if code == RequestCode.GET_TOPIC_CONFIG and self.pop is not None:  # 5.x only
             return topic_config_answer(request, self.store)
         if code == RequestCode.CHECK_CLIENT_CONFIG:

@@ -140,6 +140,7 @@ class ConsumeSide:
         self.property_filter = property_filter  # enablePropertyFilter
         self.filters = ConsumerFilters()
         self.role = BrokerRole()  # the broker's, shared (a slave answers pulls its own way)
+        self.served = 0  # messages answered to pulls (how a failover test sees a slave read)
         self.broker_name = broker_name
         self.registry = ConsumerRegistry()
         self.locks = LockTable()
@@ -265,15 +266,13 @@ class ConsumeSide:
         )
         if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and self.role.stores_pulled_offset():
             self.offsets.commit(group, topic, queue_id, int_field(request, "commitOffset"))
+        behind = self._behind(topic, queue_id, offset, next_offset)
+        code, next_offset, suggest = self.role.pull_answer(code, next_offset, offset, behind)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
             timeout = int_field(request, "suspendTimeoutMillis")
             held = HeldPull(request, channel, self._clock_ms() + timeout)
             self._held.hold(topic, queue_id, held)
             return None
-        behind = self._behind(topic, queue_id, offset, next_offset)
-        code, next_offset, suggest = self.role.pull_code(
-            code, next_offset, offset, self.role.suggest(behind)
-        )
         fields = {
             "suggestWhichBrokerId": str(suggest),
             "nextBeginOffset": str(next_offset),
@@ -281,6 +280,7 @@ class ConsumeSide:
             "maxOffset": str(self.store.max_offset(topic, queue_id)),
         }
         body = b"".join(encode_record(pulled_record(m)) for m in found)
+        self.served += len(found) if code == ResponseCode.SUCCESS else 0
         return request.make_response(code, ext_fields=fields, body=body, remark=status)
 
     def _behind(self, topic: str, queue_id: int, offset: int, next_offset: int) -> int | None:

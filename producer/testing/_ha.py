@@ -80,7 +80,8 @@ class HaControl:
 
     def replication(self, name: str) -> dict[str, object]:
         """``name``'s group: state (copying, orphaned, promoted), messages the slave has
-        not copied yet, the lag, and whether the master and the slave run."""
+        not copied yet, the lag, whether the master and the slave run, and how many
+        messages the slave has answered to pulls (``slave_served``)."""
         replica = self._replica(name)
         return {
             "state": replica.state.value,
@@ -91,6 +92,7 @@ class HaControl:
             "master_alive": not self._listeners[name].killed,
             "slave": self.slave_addr(name),
             "slave_alive": not self._slave(name).killed,
+            "slave_served": replica.slave.consume.served,
         }
 
     def slave_consumer_offsets(self, name: str) -> dict[str, dict[int, int]]:

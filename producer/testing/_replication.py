@@ -124,12 +124,14 @@ class Replica:
         """The master's process died: the HA connection and the syncs stop."""
         if self.state is ReplicaState.COPYING:
             self.state = ReplicaState.ORPHANED
+            self.slave.role.master_alive = False
 
     def master_back(self) -> None:
         """The master runs again: copying resumes where it stopped, a sync at the next
         tick (the slave learns the master's address again from its next registration)."""
         if self.state is ReplicaState.ORPHANED:
             self.state = ReplicaState.COPYING
+            self.slave.role.master_alive = True
             self._next_sync = None
 
     def promote(self) -> Broker:

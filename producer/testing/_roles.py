@@ -12,6 +12,11 @@ as 4.9.4 decides them (no I/O, no state beyond the settings).
   the group's ``brokerId``, with the offset asked as ``nextBeginOffset``
   (``offsetCheckInSlave=false``: ``nextOffsetCorrection`` corrects nothing on a slave),
   and does not store the offset a pull carries (``storeOffsetEnable`` excludes SLAVE).
+* 5.x (5.2.0) differs: a slave without ``slaveReadEnable`` rejects pulls before reading
+  them (``rejectRequest``: SYSTEM_BUSY ``[REJECTREQUEST]...``); a slave with it, while its
+  master is in the group and the pull is not slow, suggests 0 and answers anything but
+  FOUND with PULL_RETRY_IMMEDIATELY (so it holds no pull); any broker stores the offset a
+  pull carries (``DefaultPullMessageResultHandler``).
 * ``DefaultMessageStore.checkStoreStatus``: a slave refuses every put with
   SERVICE_NOT_AVAILABLE (a send: code 14 and ``handlePutMessageResult``'s remark; a
   send-back: SYSTEM_ERROR with the status name); ``EndTransactionProcessor``: SLAVE_NOT_AVAILABLE
@@ -89,30 +94,34 @@ class BrokerRole:
     slave: bool = False
     slave_read_enable: bool = False
     memory_bytes: int = 0  # 0: this machine's share (physical_memory_share)
+    five: bool = False  # a 5.x broker's rules (below)
+    master_alive: bool = True  # 5.x ``getMinBrokerIdInGroup() == MASTER_ID``, for a slave
 
     @property
     def broker_id(self) -> int:
         """The id the broker registers with."""
         return SLAVE_BROKER_ID if self.slave else MASTER_BROKER_ID
 
-    def suggest(self, behind_bytes: int | None) -> int:
-        """``suggestWhichBrokerId`` of a pull that read ``behind_bytes`` short of the commit
-        log's end (``None``: it read no entry, so it is not "slow")."""
-        if not self.slave_read_enable:
-            return MASTER_BROKER_ID
+    def pull_answer(
+        self, code: int, next_offset: int, requested: int, behind_bytes: int | None
+    ) -> tuple[int, int, int]:
+        """A pull's (code, nextBeginOffset, suggestWhichBrokerId) by the role's rules, from
+        the store's answer and how far behind the commit log's end the pull read
+        (``None``: it read no entry, so it is not "slow")."""
         bound = self.memory_bytes or physical_memory_share()
         slow = behind_bytes is not None and behind_bytes > bound
-        return SLAVE_BROKER_ID if slow else MASTER_BROKER_ID
-
-    def pull_code(
-        self, code: int, next_offset: int, requested: int, suggest: int
-    ) -> tuple[int, int, int]:
-        """The pull's (code, nextBeginOffset, suggestWhichBrokerId) after the role's rules:
-        a slave corrects no offset (``nextOffsetCorrection``) and asks to retry instead."""
+        suggest = SLAVE_BROKER_ID if slow and self.slave_read_enable else MASTER_BROKER_ID
         if self.slave and code == ResponseCode.PULL_OFFSET_MOVED:
             return ResponseCode.PULL_RETRY_IMMEDIATELY, requested, MASTER_BROKER_ID
+        redirect = self.five and self.slave and not slow and self.master_alive
+        if redirect and code != ResponseCode.SUCCESS:  # "slave redirect pullRequest to master"
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
         return code, next_offset, suggest
+
+    def rejects_pull(self) -> bool:
+        """5.x ``PullMessageProcessor.rejectRequest``: a slave without ``slaveReadEnable``."""
+        return self.five and self.slave and not self.slave_read_enable
 
     def stores_pulled_offset(self) -> bool:
         """Whether the offset a pull carries (``FLAG_COMMIT_OFFSET``) is stored."""
-        return not self.slave
+        return self.five or not self.slave

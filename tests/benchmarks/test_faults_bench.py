@@ -92,3 +92,23 @@ def test_targets_follow_the_issue() -> None:
 def test_help() -> None:
     text = help_text("faults")
     assert "--scenario" in text and "--rates" in text and "--loads" in text
+
+
+def test_failover_run_kills_a_replicated_master_and_reports_it(tmp_path: Path) -> None:
+    document = run_benchmark(
+        "faults",
+        "--failover --quick --window 1.0 --warmup 0.5 --failover-rate 100 --failover-drain 1",
+        tmp_path,
+        timeout=90,
+    )
+    results = document["results"]
+    (run,) = results["rounds"]
+    assert run["acked"] > 0 and run["failed"] == 0  # broker-b takes the sends
+    assert run["p99_before_ms"] > 0 and run["p99_around_ms"] > 0
+    assert results["figures"]["acked"]["values"] == [run["acked"]]
+    assert results["unread_total"] == run["unread"]
+    assert results["slave_never_read"] == (run["slave_read_s"] is None)
+    targets = {t["name"]: t for t in document["targets"]}
+    unread = targets["failover: acknowledged messages unread after the drain (all rounds)"]
+    assert unread["value"] == run["unread"] and unread["met"] == (run["unread"] == 0)
+    assert document["plots"] == ["faults_failover.png"]

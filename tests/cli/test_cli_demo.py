@@ -13,6 +13,8 @@ import pytest
 
 from producer.cli import build_parser
 from producer.cli.demo import build_timeline, run_demo
+from producer.cli.demo_failover import verdict
+from producer.cli.failover import FailoverReport
 from producer.testing import FaultSpec
 from tests.cli.widths import assert_fits
 
@@ -89,3 +91,35 @@ def test_ctrl_c_stops_the_demo_with_the_summary_so_far() -> None:
     assert "interrupted after" in rest
     assert "VERDICT: PASS" in rest
     assert "Traceback" not in err
+
+
+async def test_failover_demo_kills_a_master_and_reports_each_figure() -> None:
+    out = io.StringIO()
+    args = build_parser().parse_args(["demo", "--failover", "--duration-s", "2", "--rate", "100"])
+    with anyio.fail_after(30):
+        code = await run_demo(args, out=out)
+    text = " ".join(out.getvalue().split())  # lines may be wrapped
+    phases = [
+        line.split("s ", 1)[1] for line in out.getvalue().splitlines() if line.startswith("t=")
+    ]
+    assert phases[1:] == ["broker-a's master killed", "broker-a's master restarted; draining"]
+    sent = int(text.split("sends: ")[1].split(" acknowledged")[0])
+    assert sent > 0 and f"sends: {sent} acknowledged, 0 failed" in text  # broker-b takes them
+    assert "send p99: before the kill " in text and " ms, in the 5 s after it " in text
+    assert "slave first served a pull with messages: " in text
+    assert "broker-a after the kill: replication orphaned, master alive False, slave " in text
+    unread = int(text.split("of draining: ")[1].split(" acknowledged")[0])
+    # the exit status is the verdict's: 0 only when every acknowledged message was read
+    assert (code, "nothing lost" in text) == ((0, True) if unread == 0 else (1, False))
+
+
+def test_failover_verdict_fails_on_an_unread_acknowledged_message() -> None:
+    assert verdict(FailoverReport(acked=10, unread=0)) == (
+        "VERDICT: every acknowledged message was read: nothing lost",
+        0,
+    )
+    text, code = verdict(FailoverReport(acked=10, unread=3, drain_s=4.0))
+    assert (text, code) == (
+        "VERDICT: 3 acknowledged message(s) not read within 4.0 s of the master's return",
+        1,
+    )

@@ -274,3 +274,58 @@ async def test_promoted_master_ends_a_transaction_begun_on_the_old_one(
     assert ended.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
     assert [m.body for m in cluster.messages(TOPIC)] == [b"tx"]
     assert cluster.open_transactions() == set()
+
+
+async def test_a_5x_slave_rejects_pulls_without_slave_read_enable(clock: Clock) -> None:
+    async with DevCluster(
+        brokers=1, topics={TOPIC: 1}, slaves=1, clock_ms=clock, broker_version="5.x"
+    ) as five:
+        answer = await request(five.slave_addr("broker-a"), pull(0))
+    assert (answer.code, answer.remark) == (  # type: ignore[attr-defined]
+        ResponseCode.SYSTEM_BUSY,
+        "[REJECTREQUEST]system busy, start flow control for a while",
+    )
+
+
+async def test_a_5x_slave_sends_readers_back_while_its_master_lives(clock: Clock) -> None:
+    async with DevCluster(
+        brokers=1,
+        topics={TOPIC: 1},
+        slaves=1,
+        clock_ms=clock,
+        broker_version="5.x",
+        slave_read_enable=True,
+    ) as five:
+        slave = five.slave_addr("broker-a")
+        await send(five.broker_addr("broker-a"), 2)
+        five.tick()
+        found = await request(slave, pull(0, flag=FLAG_SUBSCRIPTION | FLAG_COMMIT, commit=1))
+        assert found.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
+        assert five.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 1}}
+        at_end = await request(slave, pull(2))
+        assert at_end.code == ResponseCode.PULL_RETRY_IMMEDIATELY  # type: ignore[attr-defined]
+        assert at_end.ext_fields["suggestWhichBrokerId"] == "0"  # type: ignore[attr-defined]
+        await five.kill_master("broker-a")
+        alone = await request(slave, pull(2))
+        assert alone.code == ResponseCode.PULL_NOT_FOUND  # type: ignore[attr-defined]
+
+
+async def test_view_message_by_id_reads_the_copied_record_on_the_slave(
+    cluster: DevCluster,
+) -> None:
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    await send(master, 2)
+    cluster.tick()
+    pulled = await request(slave, pull(0))
+    second = decode_records(pulled.body)[1]  # type: ignore[attr-defined]
+    view = make_request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(second.commit_log_offset)})
+    on_slave = await request(slave, view)
+    # as a real 4.9.4 slave answers: the stored record's bytes, no header fields
+    assert (on_slave.code, on_slave.remark, on_slave.ext_fields) == (0, None, None)  # type: ignore[attr-defined]
+    assert decode_records(on_slave.body) == [second]  # type: ignore[attr-defined]
+    missing = make_request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": "999999999"})
+    answer = await request(slave, missing)
+    assert (answer.code, answer.remark) == (  # type: ignore[attr-defined]
+        ResponseCode.SYSTEM_ERROR,
+        "can not find message by the offset, 999999999",
+    )
