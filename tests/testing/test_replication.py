@@ -329,3 +329,80 @@ async def test_view_message_by_id_reads_the_copied_record_on_the_slave(
         ResponseCode.SYSTEM_ERROR,
         "can not find message by the offset, 999999999",
     )
+
+
+async def test_after_a_restart_syncs_wait_for_the_slaves_next_registration(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    """Checked on a real 4.9.4 (module _replication's docstring): an offset committed to
+    the slave while the master was dead outlives the master's return until the slave has
+    re-registered (10 s after its start, then every 30 s) and synced (every 10 s)."""
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    fields = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0", "commitOffset": "2"}
+    await request(master, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+    cluster.tick()
+    clock.ms += 5_000
+    await cluster.kill_master("broker-a")
+    await request(
+        slave, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, {**fields, "commitOffset": "5"})
+    )
+    clock.ms += 10_000  # the slave registered at 10 s, while its master was gone
+    await cluster.restart_master("broker-a")
+    await send(master, 1)
+    cluster.tick()  # 15 s: the HA client reconnects at 5 + 2 x 5 s: copies again
+    assert cluster.replication("broker-a")["behind"] == 0
+    clock.ms += 24_999  # 39.999 s: not registered again yet
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 5}}
+    clock.ms += 1  # 40 s: registered (the master's address again), then the 40 s sync
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 2}}
+
+
+async def _offsets_after_a_restart(
+    cluster: DevCluster, clock: Clock, killed_s: float, back_s: float
+) -> None:
+    """Master offset 2 synced at 0 s; the master killed at ``killed_s``; offset 5 committed
+    to the slave; the master back at ``back_s``."""
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    fields = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0", "commitOffset": "2"}
+    await request(master, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+    cluster.tick()
+    clock.ms = START_MS + int(killed_s * 1000)
+    await cluster.kill_master("broker-a")
+    five = {**fields, "commitOffset": "5"}
+    await request(slave, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, five))
+    clock.ms = START_MS + int(back_s * 1000)
+    await cluster.restart_master("broker-a")
+
+
+def synced_at(cluster: DevCluster, clock: Clock, seconds: float) -> None:
+    """The slave still has its own offset just before ``seconds``, the master's at it."""
+    clock.ms = START_MS + int(seconds * 1000) - 1
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 5}}
+    clock.ms += 1
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 2}}
+
+
+async def test_a_restart_between_registrations_syncs_at_the_next_tick(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    # registrations at 0, 10, 40 s: none from 12 to 25 s, so the address is still known
+    await _offsets_after_a_restart(cluster, clock, 12, 25)
+    await send(cluster.broker_addr("broker-a"), 1)
+    clock.ms = START_MS + 26_999  # the HA client's retries: 12 + 3 x 5 s = 27 s
+    cluster.tick()
+    assert cluster.replication("broker-a")["behind"] == 1
+    clock.ms += 1
+    cluster.tick()
+    assert cluster.replication("broker-a")["behind"] == 0
+    synced_at(cluster, clock, 30)
+
+
+async def test_the_first_registration_is_10_s_after_the_slave_starts(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    await _offsets_after_a_restart(cluster, clock, 7, 9)  # none from 7 to 9 s
+    synced_at(cluster, clock, 10)
