@@ -6,14 +6,17 @@ as a 4.9.4 SLAVE (``PullMessageProcessor``, ``nextOffsetCorrection``,
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 
+import anyio
 import pytest
 
 from producer._remoting.request_codes import RequestCode
+from producer._remoting.requests import heartbeat_request
 from producer._remoting.store_record import decode_records
 from producer._response_codes import ResponseCode
-from producer.testing import DevCluster
+from producer.testing import DevCluster, TransactionConfig
 from tests.helpers.clocks import START_MS
 from tests.testing import ha_probe
 from tests.testing.rawclient import RawClient, make_request, send_fields
@@ -247,24 +250,28 @@ def new_master_id_prefix(addr: str) -> str:
     return "".join(f"{int(p):02X}" for p in host.split(".")) + f"{int(port):08X}"
 
 
+async def send_half(addr: str, uniq_key: str) -> dict[str, str]:
+    """A half message of producer group TxG to ``addr``; the END_TRANSACTION (commit)
+    fields that name it."""
+    props = f"TRAN_MSG\x01true\x02PGROUP\x01TxG\x02UNIQ_KEY\x01{uniq_key}\x02WAIT\x01true"
+    fields = {**send_fields(TOPIC, 0, properties=props, sys_flag=4), "a": "TxG"}
+    half = await request(addr, make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"tx"))
+    stored = half.ext_fields  # type: ignore[attr-defined]
+    return {
+        "producerGroup": "TxG",
+        "tranStateTableOffset": stored["queueOffset"],
+        "commitLogOffset": str(int(stored["msgId"][-16:], 16)),
+        "commitOrRollback": "8",
+        "fromTransactionCheck": "false",
+        "msgId": uniq_key,
+    }
+
+
 async def test_promoted_master_ends_a_transaction_begun_on_the_old_one(
     cluster: DevCluster,
 ) -> None:
-    props = "TRAN_MSG\x01true\x02PGROUP\x01TxG\x02UNIQ_KEY\x01HALF1\x02WAIT\x01true"
-    fields = {**send_fields(TOPIC, 0, properties=props, sys_flag=4), "a": "TxG"}
-    half = await request(
-        cluster.broker_addr("broker-a"),
-        make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"tx"),
-    )
+    end = await send_half(cluster.broker_addr("broker-a"), "HALF1")
     cluster.tick()
-    end = {
-        "producerGroup": "TxG",
-        "tranStateTableOffset": half.ext_fields["queueOffset"],  # type: ignore[attr-defined]
-        "commitLogOffset": str(int(half.ext_fields["msgId"][-16:], 16)),  # type: ignore[attr-defined]
-        "commitOrRollback": "8",
-        "fromTransactionCheck": "false",
-        "msgId": "HALF1",
-    }
     on_slave = await request(
         cluster.slave_addr("broker-a"), make_request(RequestCode.END_TRANSACTION, end)
     )
@@ -274,6 +281,16 @@ async def test_promoted_master_ends_a_transaction_begun_on_the_old_one(
     assert ended.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
     assert [m.body for m in cluster.messages(TOPIC)] == [b"tx"]
     assert cluster.open_transactions() == set()
+
+
+async def test_promoted_master_knows_what_the_old_one_ended(cluster: DevCluster) -> None:
+    master = cluster.broker_addr("broker-a")
+    end = await send_half(master, "HALF3")
+    await send_half(master, "HALF4")
+    await request(master, make_request(RequestCode.END_TRANSACTION, end))  # its op record
+    cluster.tick()
+    await cluster.promote("broker-a")
+    assert cluster.open_transactions() == {"HALF4"}  # the copied op marks HALF3 done
 
 
 async def test_a_5x_slave_rejects_pulls_without_slave_read_enable(clock: Clock) -> None:
@@ -406,3 +423,32 @@ async def test_the_first_registration_is_10_s_after_the_slave_starts(
 ) -> None:
     await _offsets_after_a_restart(cluster, clock, 7, 9)  # none from 7 to 9 s
     synced_at(cluster, clock, 10)
+
+
+async def test_the_promoted_master_checks_transactions_the_slave_never_did(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = TransactionConfig(timeout_ms=1_000, interval_ms=1_000, check_max=3)
+    async with DevCluster(
+        brokers=1, topics={TOPIC: 1}, slaves=1, clock_ms=clock, transactions=config
+    ) as cluster:
+        await send_half(cluster.broker_addr("broker-a"), "HALF2")
+        cluster.tick()
+        await cluster.kill_master("broker-a")
+        async with await RawClient.connect(cluster.slave_addr("broker-a")) as producer:
+            beat = make_request(RequestCode.HEART_BEAT)
+            beat.body = heartbeat_request("tx@1", ["TxG"]).body
+            await producer.request(beat)
+            clock.ms += 5_000  # a slave runs no check round, however long it waits
+            cluster.tick()
+            await cluster.promote("broker-a")  # the same server and connection, now master
+            clock.ms += 1_000
+            cluster.tick()
+            with anyio.fail_after(5):
+                check = await producer.read()
+        assert check.code == RequestCode.CHECK_TRANSACTION_STATE
+        assert check.ext_fields["msgId"] == "HALF2"
+        record = decode_records(check.body)[0]
+        assert record.properties["TRANSACTION_CHECK_TIMES"] == "1"  # the first check ever
+        assert cluster.transaction_checks("HALF2") == [1]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no tick failed
