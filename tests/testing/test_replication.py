@@ -6,14 +6,17 @@ as a 4.9.4 SLAVE (``PullMessageProcessor``, ``nextOffsetCorrection``,
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 
+import anyio
 import pytest
 
 from producer._remoting.request_codes import RequestCode
+from producer._remoting.requests import heartbeat_request
 from producer._remoting.store_record import decode_records
 from producer._response_codes import ResponseCode
-from producer.testing import DevCluster
+from producer.testing import DevCluster, TransactionConfig
 from tests.helpers.clocks import START_MS
 from tests.testing import ha_probe
 from tests.testing.rawclient import RawClient, make_request, send_fields
@@ -247,24 +250,28 @@ def new_master_id_prefix(addr: str) -> str:
     return "".join(f"{int(p):02X}" for p in host.split(".")) + f"{int(port):08X}"
 
 
+async def send_half(addr: str, uniq_key: str) -> dict[str, str]:
+    """A half message of producer group TxG to ``addr``; the END_TRANSACTION (commit)
+    fields that name it."""
+    props = f"TRAN_MSG\x01true\x02PGROUP\x01TxG\x02UNIQ_KEY\x01{uniq_key}\x02WAIT\x01true"
+    fields = {**send_fields(TOPIC, 0, properties=props, sys_flag=4), "a": "TxG"}
+    half = await request(addr, make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"tx"))
+    stored = half.ext_fields  # type: ignore[attr-defined]
+    return {
+        "producerGroup": "TxG",
+        "tranStateTableOffset": stored["queueOffset"],
+        "commitLogOffset": str(int(stored["msgId"][-16:], 16)),
+        "commitOrRollback": "8",
+        "fromTransactionCheck": "false",
+        "msgId": uniq_key,
+    }
+
+
 async def test_promoted_master_ends_a_transaction_begun_on_the_old_one(
     cluster: DevCluster,
 ) -> None:
-    props = "TRAN_MSG\x01true\x02PGROUP\x01TxG\x02UNIQ_KEY\x01HALF1\x02WAIT\x01true"
-    fields = {**send_fields(TOPIC, 0, properties=props, sys_flag=4), "a": "TxG"}
-    half = await request(
-        cluster.broker_addr("broker-a"),
-        make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"tx"),
-    )
+    end = await send_half(cluster.broker_addr("broker-a"), "HALF1")
     cluster.tick()
-    end = {
-        "producerGroup": "TxG",
-        "tranStateTableOffset": half.ext_fields["queueOffset"],  # type: ignore[attr-defined]
-        "commitLogOffset": str(int(half.ext_fields["msgId"][-16:], 16)),  # type: ignore[attr-defined]
-        "commitOrRollback": "8",
-        "fromTransactionCheck": "false",
-        "msgId": "HALF1",
-    }
     on_slave = await request(
         cluster.slave_addr("broker-a"), make_request(RequestCode.END_TRANSACTION, end)
     )
@@ -274,6 +281,16 @@ async def test_promoted_master_ends_a_transaction_begun_on_the_old_one(
     assert ended.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
     assert [m.body for m in cluster.messages(TOPIC)] == [b"tx"]
     assert cluster.open_transactions() == set()
+
+
+async def test_promoted_master_knows_what_the_old_one_ended(cluster: DevCluster) -> None:
+    master = cluster.broker_addr("broker-a")
+    end = await send_half(master, "HALF3")
+    await send_half(master, "HALF4")
+    await request(master, make_request(RequestCode.END_TRANSACTION, end))  # its op record
+    cluster.tick()
+    await cluster.promote("broker-a")
+    assert cluster.open_transactions() == {"HALF4"}  # the copied op marks HALF3 done
 
 
 async def test_a_5x_slave_rejects_pulls_without_slave_read_enable(clock: Clock) -> None:
@@ -329,3 +346,109 @@ async def test_view_message_by_id_reads_the_copied_record_on_the_slave(
         ResponseCode.SYSTEM_ERROR,
         "can not find message by the offset, 999999999",
     )
+
+
+async def test_after_a_restart_syncs_wait_for_the_slaves_next_registration(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    """Checked on a real 4.9.4 (module _replication's docstring): an offset committed to
+    the slave while the master was dead outlives the master's return until the slave has
+    re-registered (10 s after its start, then every 30 s) and synced (every 10 s)."""
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    fields = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0", "commitOffset": "2"}
+    await request(master, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+    cluster.tick()
+    clock.ms += 5_000
+    await cluster.kill_master("broker-a")
+    await request(
+        slave, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, {**fields, "commitOffset": "5"})
+    )
+    clock.ms += 10_000  # the slave registered at 10 s, while its master was gone
+    await cluster.restart_master("broker-a")
+    await send(master, 1)
+    cluster.tick()  # 15 s: the HA client reconnects at 5 + 2 x 5 s: copies again
+    assert cluster.replication("broker-a")["behind"] == 0
+    clock.ms += 24_999  # 39.999 s: not registered again yet
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 5}}
+    clock.ms += 1  # 40 s: registered (the master's address again), then the 40 s sync
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 2}}
+
+
+async def _offsets_after_a_restart(
+    cluster: DevCluster, clock: Clock, killed_s: float, back_s: float
+) -> None:
+    """Master offset 2 synced at 0 s; the master killed at ``killed_s``; offset 5 committed
+    to the slave; the master back at ``back_s``."""
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    fields = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0", "commitOffset": "2"}
+    await request(master, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+    cluster.tick()
+    clock.ms = START_MS + int(killed_s * 1000)
+    await cluster.kill_master("broker-a")
+    five = {**fields, "commitOffset": "5"}
+    await request(slave, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, five))
+    clock.ms = START_MS + int(back_s * 1000)
+    await cluster.restart_master("broker-a")
+
+
+def synced_at(cluster: DevCluster, clock: Clock, seconds: float) -> None:
+    """The slave still has its own offset just before ``seconds``, the master's at it."""
+    clock.ms = START_MS + int(seconds * 1000) - 1
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 5}}
+    clock.ms += 1
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 2}}
+
+
+async def test_a_restart_between_registrations_syncs_at_the_next_tick(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    # registrations at 0, 10, 40 s: none from 12 to 25 s, so the address is still known
+    await _offsets_after_a_restart(cluster, clock, 12, 25)
+    await send(cluster.broker_addr("broker-a"), 1)
+    clock.ms = START_MS + 26_999  # the HA client's retries: 12 + 3 x 5 s = 27 s
+    cluster.tick()
+    assert cluster.replication("broker-a")["behind"] == 1
+    clock.ms += 1
+    cluster.tick()
+    assert cluster.replication("broker-a")["behind"] == 0
+    synced_at(cluster, clock, 30)
+
+
+async def test_the_first_registration_is_10_s_after_the_slave_starts(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    await _offsets_after_a_restart(cluster, clock, 7, 9)  # none from 7 to 9 s
+    synced_at(cluster, clock, 10)
+
+
+async def test_the_promoted_master_checks_transactions_the_slave_never_did(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = TransactionConfig(timeout_ms=1_000, interval_ms=1_000, check_max=3)
+    async with DevCluster(
+        brokers=1, topics={TOPIC: 1}, slaves=1, clock_ms=clock, transactions=config
+    ) as cluster:
+        await send_half(cluster.broker_addr("broker-a"), "HALF2")
+        cluster.tick()
+        await cluster.kill_master("broker-a")
+        async with await RawClient.connect(cluster.slave_addr("broker-a")) as producer:
+            beat = make_request(RequestCode.HEART_BEAT)
+            beat.body = heartbeat_request("tx@1", ["TxG"]).body
+            await producer.request(beat)
+            clock.ms += 5_000  # a slave runs no check round, however long it waits
+            cluster.tick()
+            await cluster.promote("broker-a")  # the same server and connection, now master
+            clock.ms += 1_000
+            cluster.tick()
+            with anyio.fail_after(5):
+                check = await producer.read()
+        assert check.code == RequestCode.CHECK_TRANSACTION_STATE
+        assert check.ext_fields["msgId"] == "HALF2"
+        record = decode_records(check.body)[0]
+        assert record.properties["TRANSACTION_CHECK_TIMES"] == "1"  # the first check ever
+        assert cluster.transaction_checks("HALF2") == [1]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no tick failed
