@@ -3,7 +3,7 @@
 * ``send``    - send messages to a topic and report results, latency and brokers.
 * ``demo``    - fault-aware routing live against an in-process dev cluster.
 * ``cluster`` - run the dev cluster (``producer.testing``) until interrupted.
-* ``bench``   - run a benchmark from the source tree's ``benchmarks/`` package.
+* ``bench``   - run any benchmark of the source tree's ``benchmarks/`` package.
 * ``dlq``     - list, show and re-drive a consumer group's dead letters.
 * ``consume-demo`` - retries, delay levels, the DLQ and a re-drive, live, in-process.
 * ``trace``   - a message's journey, from the message trace topic.
@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import pkgutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from producer import __version__
 from producer.cli.cluster import add_cluster_arguments, run_cluster_cli
@@ -27,10 +29,37 @@ from producer.cli.consume_demo import add_consume_demo_arguments, run_consume_de
 from producer.cli.dlq import add_dlq_arguments, run_dlq
 from producer.cli.send import add_send_arguments, run_send
 from producer.cli.trace import add_trace_arguments, run_trace
+from producer.errors import InvalidOptionError
+from producer.errors._base import did_you_mean
+
+
+class CliParser(argparse.ArgumentParser):
+    """An argument parser that names the nearest option for a mistyped one (``--cout``:
+    ``did you mean '--count'?``), in the words of the SDK's own unknown-option errors.
+    Its sub-command parsers are of this class too (``add_subparsers`` makes them so)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.option_names: list[str] = []  # filled by add_argument, -h first
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *names: Any, **kwargs: Any) -> argparse.Action:
+        self.option_names += [n for n in names if isinstance(n, str) and n.startswith("-")]
+        return super().add_argument(*names, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for extra in extras:
+            name = extra.split("=", 1)[0]
+            if name.startswith("-") and name != "--":
+                command = self.prog.rsplit(" ", 1)[-1]
+                self.error(str(InvalidOptionError.unknown(command, name, self.option_names)))
+        return parsed, extras
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="python -m producer",
         description="Asyncio producer for Apache RocketMQ: send, demo and dev cluster tools.",
     )
@@ -89,26 +118,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench = commands.add_parser(
         "bench",
-        help="run a benchmark (throughput, faults, memory) from the source tree",
+        help="run a benchmark (any module of benchmarks/) from the source tree",
         description="Run benchmarks.<NAME> with the remaining arguments "
-        "(e.g. 'bench throughput --quick'); needs the repository's benchmarks/ package.",
+        "(e.g. 'bench throughput --quick'); needs the repository's benchmarks/ package. "
+        f"NAME: {' | '.join(benchmark_names()) or 'see benchmarks/ in a checkout'}.",
     )
-    bench.add_argument("name", choices=BENCHMARKS, metavar="NAME", help=" | ".join(BENCHMARKS))
+    bench.add_argument("name", metavar="NAME", help="a module of benchmarks/, e.g. throughput")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the benchmark")
     return parser
 
 
-BENCHMARKS = ("throughput", "faults", "memory")
+def benchmark_names() -> list[str]:
+    """The runnable benchmarks: ``benchmarks/``'s public modules (none outside a checkout)."""
+    found = importlib.util.find_spec("benchmarks")
+    if found is None or not found.submodule_search_locations:
+        return []
+    modules = pkgutil.iter_modules(list(found.submodule_search_locations))
+    return sorted(m.name for m in modules if not m.name.startswith("_") and not m.ispkg)
 
 
 def run_bench(name: str, rest: list[str]) -> int:
     """Benchmarks ship with the source, not the wheel: run one in its own process from a
     checkout (the current directory), or say why not instead of a traceback."""
-    if importlib.util.find_spec("benchmarks") is None:
+    names = benchmark_names()
+    if not names:
         print(
             f"error: benchmark {name!r} needs a source checkout: run it from the repository "
             "root, where the benchmarks/ package lives (it is not installed with the package)",
             file=sys.stderr,
+        )
+        return 2
+    if name not in names:
+        hint = did_you_mean(name, names)
+        print(
+            f"error: no benchmark {name!r}{hint} (benchmarks: {', '.join(names)})", file=sys.stderr
         )
         return 2
     return subprocess.call([sys.executable, "-m", f"benchmarks.{name}", *rest])

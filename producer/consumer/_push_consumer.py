@@ -212,8 +212,8 @@ class PushConsumer(AsyncLifecycle):
             raise
         for topic in self._subscriptions:
             self._versions[topic] = r.clock.wall_ms()
-        await self._refresh_routes(r)
-        try:  # a filter the broker refuses stops the start here, before any pull
+        try:  # no name server answering, or a filter the broker refuses, stops the start
+            await self._routes.refresh(r.api, self._subscriptions, at_start=True)
             await check_in_broker(r.api, self._subscriptions.values(), self._versions)
         except BaseException:
             await self.aclose()

@@ -18,7 +18,7 @@ import anyio
 from producer._consume.route_wait import MissingRoutes
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer.consumer._broker_api import BrokerApi
-from producer.errors import ProducerError
+from producer.errors import NameServerError, ProducerError
 
 __all__ = ["RouteWatch"]
 
@@ -36,13 +36,20 @@ class RouteWatch:
     def __repr__(self) -> str:
         return f"RouteWatch({self.group!r}, missing={self.missing.topics})"
 
-    async def refresh(self, api: BrokerApi, topics: Iterable[str]) -> bool:
-        """Ask for each topic's route; True if a route that was missing was found."""
+    async def refresh(
+        self, api: BrokerApi, topics: Iterable[str], *, at_start: bool = False
+    ) -> bool:
+        """Ask for each topic's route; True if a route that was missing was found.
+        ``at_start``, no name server answering raises NameServerError, as the producer's
+        first send and the pull and simple consumers' first lookup do: a wrong ``namesrv``
+        is a mistake to say at once, a name server gone later an outage to ride out."""
         found = False
         for topic in list(topics):
             try:
                 await api.refresh(topic)
             except ProducerError as exc:
+                if at_start and isinstance(exc, NameServerError):
+                    raise
                 self._note_miss(topic, exc)
             else:
                 found |= self.missing.found(topic)

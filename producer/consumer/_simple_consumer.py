@@ -2,10 +2,11 @@
 (the names of rocketmq-clients' ``SimpleConsumer``; docs/consuming.md 6.3).
 
 No rebalance, no queue locks, no offsets kept by the client: :meth:`SimpleConsumer.receive`
-asks one broker of a subscribed topic (round robin over topics and brokers) for up to
-``max_messages`` messages, which that broker then hides from every other consumer of the
-group for ``invisible_duration_ms``. The caller :meth:`~SimpleConsumer.ack`\\ s each one,
-or moves its deadline with :meth:`~SimpleConsumer.change_invisible_duration`; a message
+gathers up to ``max_messages`` messages from the brokers of the subscribed topics (each
+pop asks one broker for every queue of one topic, for what is still wanted), which each
+broker then hides from every other consumer of the group for ``invisible_duration_ms``.
+The caller :meth:`~SimpleConsumer.ack`\\ s each one, or moves its deadline with
+:meth:`~SimpleConsumer.change_invisible_duration` (which returns the message to ack); a message
 not acked in time is delivered again (at least once), through the group's pop retry
 topic. Any number of consumers may share the topic's queues.
 
@@ -77,6 +78,7 @@ log = logging.getLogger("producer.consumer")
 #: BATCH_ACK_MESSAGE is used only on brokers known to serve it (seen on 5.2.0).
 BATCH_ACK_BROKER_VERSION = V5_2_0
 _S = SimpleOptions()  # the defaults, written once there
+Pair = tuple[str, str, str]  # (topic, broker name, broker address)
 
 
 class SimpleConsumer(AsyncLifecycle):
@@ -183,10 +185,16 @@ class SimpleConsumer(AsyncLifecycle):
     async def receive(
         self, max_messages: int | None = None, invisible_duration_ms: int | None = None
     ) -> list[PoppedMessage]:
-        """Up to ``max_messages`` (1-32) messages from one broker of one subscribed topic
-        (the next in turn), waiting up to ``await_duration_ms`` for some to arrive (long
-        polling); ``[]`` when none came. Each is invisible to the group's other consumers
-        for ``invisible_duration_ms`` (10 s to 12 h) unless acked first."""
+        """Up to ``max_messages`` (1-32) messages gathered from the brokers of the subscribed
+        topics, each of them invisible to the group's other consumers for
+        ``invisible_duration_ms`` (any positive int of ms: the broker checks none) unless
+        acked first; ``[]`` when none came within ``await_duration_ms``.
+
+        What is waiting is gathered first: each (topic, broker) in turn, without waiting,
+        until ``max_messages`` are held. When none was waiting, the call long-polls those
+        brokers one after the other, each for its share of ``await_duration_ms`` (one broker:
+        all of it), and stops at the first that answers, topping its answer up from the
+        others. Never more than ``max_messages`` are popped: each pop asks for what is left."""
         count = self.receive_batch if max_messages is None else max_messages
         invisible = (
             self.invisible_duration_ms if invisible_duration_ms is None else invisible_duration_ms
@@ -194,15 +202,44 @@ class SimpleConsumer(AsyncLifecycle):
         check_int("max_messages", count, 1, MAX_POP_MESSAGES)
         check_invisible(invisible)
         api, clock = self._open()
-        topic, broker_name, addr = await self._next_broker(api)
-        await self._check_version(api, broker_name, addr, topic)
+        pairs = await self._in_turn(api)
+        deadline = clock.monotonic_ms() + self.await_duration_ms
+        gathered = await self._sweep(api, pairs, count, invisible)
+        share = -(-self.await_duration_ms // len(pairs))
+        for pair in pairs:
+            left = int(deadline - clock.monotonic_ms())
+            if gathered or left <= 0:
+                break
+            gathered = await self._pop(api, pair, count, invisible, min(share, left))
+            if gathered:
+                gathered += await self._sweep(api, pairs, count - len(gathered), invisible)
+        return gathered
+
+    async def _sweep(
+        self, api: BrokerApi, pairs: list[Pair], count: int, invisible: int
+    ) -> list[PoppedMessage]:
+        """What is waiting at each (topic, broker) in turn, without waiting, up to ``count``."""
+        gathered: list[PoppedMessage] = []
+        for pair in pairs:
+            if len(gathered) >= count:
+                break
+            gathered += await self._pop(api, pair, count - len(gathered), invisible, 0)
+        return gathered
+
+    async def _pop(
+        self, api: BrokerApi, pair: Pair, count: int, invisible: int, poll_ms: int
+    ) -> list[PoppedMessage]:
+        """One POP_MESSAGE of every queue of one broker of one topic (queueId -1)."""
+        topic, broker_name, addr = pair
+        assert self._clock is not None, "running"
+        clock = self._clock
         sent_at, born = clock.monotonic_ms(), clock.wall_ms()
         params = PopParams(
             group=self.group, topic=topic, broker_name=broker_name, max_messages=count,
-            invisible_ms=invisible, poll_ms=self.await_duration_ms, born_ms=born,
+            invisible_ms=invisible, poll_ms=poll_ms, born_ms=born,
             init_mode=InitMode.MAX, expression=self._subscriptions[topic], order=self.orderly,
         )  # fmt: skip
-        timeout = self.await_duration_ms + self._request_timeout_ms
+        timeout = poll_ms + self._request_timeout_ms
         result = parse_pop_response(await api.client.invoke(addr, pop_request(params), timeout))
         if not result.found:
             return []
@@ -260,9 +297,12 @@ class SimpleConsumer(AsyncLifecycle):
 
     async def change_invisible_duration(
         self, message: PoppedMessage, invisible_duration_ms: int
-    ) -> None:
-        """Hide ``message`` for ``invisible_duration_ms`` from now on (10 s to 12 h) instead
-        of what is left; its receipt handle changes (``ack`` uses the new one)."""
+    ) -> PoppedMessage:
+        """Hide ``message`` for ``invisible_duration_ms`` from now on instead of what is
+        left, and return it: the message to ack next (the same object, now holding the
+        broker's new receipt handle; :meth:`ack` always uses a message's current handle).
+        The old handle is spent: the broker answers an ack with it "success", acks nothing
+        and delivers the message again when the new time runs out."""
         check_invisible(invisible_duration_ms)
         api, clock = self._open()
         receipt = decide(message, self.group, "change the invisible time of", clock.monotonic_ms())
@@ -275,6 +315,7 @@ class SimpleConsumer(AsyncLifecycle):
         response = await api.client.invoke(addr, request, self._request_timeout_ms)
         handle = parse_change_response(response, receipt.handle)
         receipt.renewed(handle, sent_at + invisible_duration_ms)
+        return message
 
     async def dead_letter(self, message: PoppedMessage, max_reconsume_times: int = 16) -> None:
         """Move ``message`` to the group's dead-letter queue ``%DLQ%<group>``
@@ -297,11 +338,11 @@ class SimpleConsumer(AsyncLifecycle):
         for topic, broker_name, addr in await self._pairs(api):
             await self._check_version(api, broker_name, addr, topic)
 
-    async def _pairs(self, api: BrokerApi) -> list[tuple[str, str, str]]:
+    async def _pairs(self, api: BrokerApi) -> list[Pair]:
         """(topic, broker name, address) of every subscribed topic's readable brokers."""
         if not self._subscriptions:
             raise LocalProtocolError("subscribe() to a topic before receive()")
-        pairs: list[tuple[str, str, str]] = []
+        pairs: list[Pair] = []
         for topic in sorted(self._subscriptions):
             queues = api.cached(topic) or await api.refresh(topic)
             brokers = sorted({q.broker_name for q in queues.queues})
@@ -312,11 +353,14 @@ class SimpleConsumer(AsyncLifecycle):
             raise LocalProtocolError(f"no readable queue for {sorted(self._subscriptions)}")
         return pairs
 
-    async def _next_broker(self, api: BrokerApi) -> tuple[str, str, str]:
-        """(topic, broker name, address): the next subscribed topic's brokers in turn."""
+    async def _in_turn(self, api: BrokerApi) -> list[Pair]:
+        """Every subscribed topic's brokers, checked (:meth:`_check_version`), starting one
+        further on at each call, so that no broker is always asked first."""
         pairs = await self._pairs(api)
-        self._turn += 1
-        return pairs[self._turn % len(pairs)]
+        for topic, broker_name, addr in pairs:
+            await self._check_version(api, broker_name, addr, topic)
+        self._turn = (self._turn + 1) % len(pairs)
+        return pairs[self._turn :] + pairs[: self._turn]
 
     async def _check_version(self, api: BrokerApi, broker_name: str, addr: str, topic: str) -> None:
         version = self._versions.get(addr)

@@ -148,9 +148,13 @@ class InvalidOptionError(LocalProtocolError, ValueError, TypeError):
     def unknown(cls, owner: str, name: str, known: Iterable[str]) -> InvalidOptionError:
         """The error for an option ``owner`` does not take, naming the closest one it
         does (``did you mean 'send_timeout_ms'?``)."""
-        nearest = difflib.get_close_matches(name, list(known), n=1)
-        hint = f": did you mean {nearest[0]!r}?" if nearest else ""
-        return cls(f"{owner} got an unknown option {name!r}{hint}")
+        return cls(f"{owner} got an unknown option {name!r}{did_you_mean(name, known)}")
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``": did you mean 'x'?"`` naming the closest of ``known`` to ``name``, or ``""``."""
+    nearest = difflib.get_close_matches(name, list(known), n=1)
+    return f": did you mean {nearest[0]!r}?" if nearest else ""
 
 
 class SqlFilterError(InvalidOptionError):

@@ -158,3 +158,20 @@ def test_dlq_show_usage_requires_a_message_id(capsys: pytest.CaptureFixture[str]
 def test_version_names_the_package(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_main(["--version"], capsys)
     assert code == 0 and out.startswith("rocketmq-aio-producer ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "typo", "nearest"),
+    [
+        (["send", "--namesrv", "127.0.0.1:1", "--topic", "T", "--cout", "3"], "--cout", "--count"),
+        (["send", "--namesrv", "127.0.0.1:1", "--topic", "T", "--bdy=x"], "--bdy", "--body"),
+        (["cluster", "--topc", "T:2"], "--topc", "--topic"),
+        (["--vrsion"], "--vrsion", "--version"),
+    ],
+)
+def test_a_mistyped_flag_names_the_nearest_one(
+    argv: list[str], typo: str, nearest: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_main(argv, capsys)
+    assert code == 2
+    assert f"got an unknown option {typo!r}: did you mean {nearest!r}?" in err, err

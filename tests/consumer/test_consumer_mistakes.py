@@ -1,6 +1,8 @@
 """A consumer's set-up mistakes are loud (issue 34): a topic with no route is a WARNING
 naming it, once, and is asked for again soon, so its messages flow as soon as it exists;
-invalid topic names and tag expressions are refused at ``subscribe()``."""
+invalid topic names and tag expressions are refused at ``subscribe()``; a ``namesrv`` where
+no name server answers fails the push consumer's start as it fails the others' first lookup
+(issue 46)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from producer import Message, Producer
+from producer import LifecycleState, Message, Producer
 from producer._consume.route_wait import (
     FIRST_ASKS,
     FIRST_DELAY_MS,
@@ -24,9 +26,11 @@ from producer.consumer import (
     PullConsumer,
     PushConsumer,
     ReceivedMessage,
+    SimpleConsumer,
 )
-from producer.errors import InvalidOptionError
+from producer.errors import InvalidOptionError, NameServerError
 from producer.testing import DevClusterThread
+from tests.producer.test_name_servers import closed_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -150,6 +154,25 @@ async def test_a_topic_created_later_is_consumed_without_waiting_for_a_rebalance
     assert bodies == [b"first"]
     assert len(route_log.warnings) == 1, route_log.warnings  # once, however often asked
     assert "'Late' has no route" in route_log.warnings[0]
+
+
+@pytest.mark.anyio
+async def test_no_name_server_answering_fails_the_push_consumers_start_as_the_others() -> None:
+    addr = f"127.0.0.1:{closed_port()}"
+    consumer = PushConsumer("billing", addr, listener=lambda messages: ConsumeStatus.SUCCESS)
+    consumer.subscribe("Orders")
+    with pytest.raises(NameServerError, match="no name server answered") as pushed:
+        await consumer.start()
+    assert consumer.state is LifecycleState.CLOSED  # nothing left running or connected
+    async with PullConsumer("billing", addr) as pull:
+        with pytest.raises(NameServerError) as pulled:
+            await pull.queues("Orders")
+    async with SimpleConsumer("billing", addr) as simple:
+        simple.subscribe("Orders")
+        with pytest.raises(NameServerError) as received:
+            await simple.receive()
+    assert str(pushed.value) == str(pulled.value) == str(received.value)  # one definition
+    assert addr in str(pushed.value)
 
 
 # -- a listener that forgets to return -------------------------------------------------------

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from producer import Message, Producer
+from producer._remoting.request_codes import RequestCode
 from producer.consumer import PoppedMessage, SimpleConsumer
 from producer.errors import (
     InvalidOptionError,
@@ -20,6 +21,7 @@ from producer.errors import (
 )
 from producer.testing import DevClusterThread
 from tests.helpers.clocks import MovingClock
+from tests.protocol.pop_session import frames
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 TOPIC, GROUP = "Orders", "Pop_Group"  # an underscore, as in %RETRY%Pop_Group_Orders
@@ -107,9 +109,10 @@ async def test_ack_after_a_change_uses_the_new_handle(
         (message,) = await receive_all(c, 1)
         old = message.receipt_handle
         clock.advance(cluster, INVISIBLE - 1000)
-        await c.change_invisible_duration(message, 60_000)
+        renewed = await c.change_invisible_duration(message, 60_000)
+        assert renewed is message  # what to ack next: the message, holding the new handle
         clock.advance(cluster, 5000)  # past the first deadline, within the new one
-        await c.ack(message)
+        await c.ack(renewed)
         clock.advance(cluster, 10 * 60_000)
         assert await c.receive(32, INVISIBLE) == []  # an ack with the old handle: it would
         assert message.receipt_handle.split(" ")[:3] != old.split(" ")[:3]
@@ -175,8 +178,9 @@ async def test_orderly_pop_gives_a_queues_next_message_only_after_the_ack(
     [
         ({"max_messages": 33}, "max_messages must be an int in 1..32"),
         ({"max_messages": 0}, "max_messages"),
-        ({"invisible_duration_ms": 9_999}, "from 10000 .10 s. to 43200000"),
-        ({"invisible_duration_ms": 12 * 3600 * 1000 + 1}, "invisible_duration_ms"),
+        ({"invisible_duration_ms": 0}, "a positive int of ms .* could never be acked"),
+        ({"invisible_duration_ms": -1}, "invisible_duration_ms"),
+        ({"invisible_duration_ms": 1 << 63}, "invisible_duration_ms"),
     ],
 )
 async def test_bad_input_is_refused_before_anything_is_popped(
@@ -188,7 +192,7 @@ async def test_bad_input_is_refused_before_anything_is_popped(
             await c.receive(**call)
         (message,) = await receive_all(c, 1)  # nothing was lost
         with pytest.raises(InvalidOptionError):
-            await c.change_invisible_duration(message, 5)
+            await c.change_invisible_duration(message, 0)
         with pytest.raises(LocalProtocolError, match="only messages a SimpleConsumer received"):
             await c.ack(object())  # type: ignore[arg-type]
         await c.ack(message)
@@ -248,3 +252,49 @@ async def test_a_fifo_topic_popped_without_orderly_is_refused_before_anything_is
         (message,) = await ordered.receive(1, INVISIBLE)  # nothing was lost
         assert message.body == b"m0" and message.reconsume_times == 0
         await ordered.ack(message)
+
+
+async def test_receive_gathers_up_to_n_from_every_broker_and_queue(clock: MovingClock) -> None:
+    with DevClusterThread(brokers=3, topics={TOPIC: 2}, broker_version="5.x", clock_ms=clock) as c3:
+        await send(c3, 6)  # one per queue: 3 brokers x 2 queues
+        async with consumer(c3, clock) as c:
+            first = await c.receive(4, INVISIBLE)  # never more than asked for
+            rest = await c.receive(16, INVISIBLE)  # all that is left, in one call
+            assert await c.receive(16, INVISIBLE) == []
+            await c.ack_batch(first + rest)
+    assert (len(first), len(rest)) == (4, 2)
+    got = first + rest
+    assert sorted(m.body for m in got) == [b"m%d" % i for i in range(6)]
+    assert len({m.queue.broker_name for m in first}) >= 2  # more than one broker per call
+
+
+def served_invisible_times() -> set[int]:
+    """The invisible times of the POPs and CHANGEs the real 5.2.0 broker answered 0 in
+    the recorded session (golden b_client_api)."""
+    answered = {f["opaque"] for f in frames().values() if f["is_response"] and f["code"] == 0}
+    return {
+        int(f["header"]["extFields"]["invisibleTime"])
+        for f in frames().values()
+        if not f["is_response"]
+        and f["code"] in (RequestCode.POP_MESSAGE, RequestCode.CHANGE_MESSAGE_INVISIBLETIME)
+        and f["opaque"] in answered
+    }
+
+
+async def test_the_invisible_times_a_real_broker_serves_are_taken(
+    cluster: DevClusterThread, clock: MovingClock
+) -> None:
+    served = served_invisible_times()
+    assert {6000, 8000} <= served  # under the 5.x proxy's 10 s: a broker checks none
+    shortest = min(served)
+    await send(cluster, 1)
+    async with consumer(cluster, clock) as c:
+        (message,) = await c.receive(1, shortest)
+        assert message.receipt.handle.invisible_time == shortest
+        for ms in sorted(served):
+            message = await c.change_invisible_duration(message, ms)
+            assert message.receipt.handle.invisible_time == ms
+        clock.advance(cluster, max(served))  # the last change's time runs out: it comes back
+        (again,) = await c.receive(1, shortest)
+        assert (again.msg_id, again.reconsume_times) == (message.msg_id, 1)
+        await c.ack(again)
