@@ -17,6 +17,7 @@ from producer._consume.decisions import (
     lock_valid,
     orderly_retry,
     settle,
+    settle_batch,
     start_from,
     suspend_ms,
 )
@@ -118,6 +119,19 @@ def test_remove_answers_the_smallest_held_or_past_the_last(
     left = offsets - {m.queue_offset for m in settled}
     assert pq.remove(settled) == (min(left) if left else max(offsets) + 1)
     assert len(pq) == len(left)
+
+
+def test_the_settle_step_commits_the_smallest_held_unless_dropped() -> None:
+    """``settle_batch``, the one step concurrent and orderly consumption settle by."""
+    pq = ProcessQueue(Q)
+    batch = [message(o) for o in range(10, 15)]
+    pq.put(batch)
+    assert settle_batch(pq, [batch[0], batch[2]]) == 11
+    assert settle_batch(pq, []) == 11  # nothing settled: still the smallest held
+    assert settle_batch(pq, batch[1:4]) == 14
+    pq.dropped = True  # given up meanwhile: another member owns its offset now
+    assert settle_batch(pq, [batch[4]]) is None and len(pq) == 0
+    assert settle_batch(ProcessQueue(Q), [batch[0]]) is None  # nothing held
 
 
 def test_re_pulled_offsets_are_not_held_twice() -> None:

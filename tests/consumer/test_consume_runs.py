@@ -137,7 +137,7 @@ def _call(listener: object) -> ListenerCall:
 
 
 async def _verdict_of(call: ListenerCall, batch: list[ReceivedMessage]) -> Verdict:
-    started = call.start(batch, ConsumeContext(None), 0.0)  # type: ignore[arg-type]
+    started = call.call(batch, ConsumeContext(None), 0.0)  # type: ignore[arg-type]
     return started if isinstance(started, Verdict) else await started
 
 
@@ -154,7 +154,7 @@ async def test_an_async_call_resumed_after_its_first_suspension_ends_as_awaited(
         return ConsumeStatus.SUCCESS
 
     call = _call(listener)
-    started = call.start([], ConsumeContext(None), 0.0)  # type: ignore[arg-type]
+    started = call.call([], ConsumeContext(None), 0.0)  # type: ignore[arg-type]
     assert not isinstance(started, Verdict) and steps == ["before"]
     assert await started == Verdict(ConsumeStatus.SUCCESS)
     one = [SimpleNamespace(consume_start_ms=0.0, undecodable=None)]
@@ -165,7 +165,7 @@ async def test_an_async_call_resumed_after_its_first_suspension_ends_as_awaited(
     async def fast(messages: list[ReceivedMessage]) -> ConsumeStatus:
         return ConsumeStatus.SUCCESS
 
-    assert _call(fast).start([], ConsumeContext(None), 0.0) == Verdict(  # type: ignore[arg-type]
+    assert _call(fast).call([], ConsumeContext(None), 0.0) == Verdict(  # type: ignore[arg-type]
         ConsumeStatus.SUCCESS
     )
 
