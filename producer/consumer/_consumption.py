@@ -12,8 +12,9 @@ from producer._consume.decisions import settle_batch
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
 from producer._consume.received import ReceivedMessage
+from producer._lifecycle import Outstanding
 from producer.consumer._broker_api import BrokerApi
-from producer.consumer._listener import InFlight, ListenerCall
+from producer.consumer._listener import ListenerCall
 from producer.consumer._options import ConsumerOptions
 
 
@@ -36,7 +37,7 @@ class Consumption:
         self.tg = tg
         self._now_ms = now_ms
         self._call = call
-        self._tasks = InFlight()
+        self._tasks = Outstanding()
         self.consumed = 0
         self.sent_back = 0  # sent back to the broker (orderly: dead letters via %RETRY%)
 

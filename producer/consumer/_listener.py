@@ -369,25 +369,3 @@ def _takes_context(listener: Listener) -> bool:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
     ]
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in positional)
-
-
-class InFlight:
-    """Consumption tasks running or waiting to run; ``wait_idle`` returns when none is."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._idle = anyio.Event()
-        self._idle.set()
-
-    def enter(self, count: int = 1) -> None:
-        if self.count == 0 and count:
-            self._idle = anyio.Event()
-        self.count += count
-
-    def leave(self) -> None:
-        self.count -= 1
-        if self.count == 0:
-            self._idle.set()
-
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
