@@ -12,7 +12,8 @@ taken any number of times (again, or while closing: a no-op). The errors for a c
 the wrong state are made here, once: :meth:`AsyncLifecycle._refuse_start` and
 :meth:`AsyncLifecycle._not_running`.
 
-A subclass writes ``start`` and ``aclose``; entering starts, leaving closes. One rule on
+A subclass writes ``start`` and ``aclose``; entering starts, leaving closes. What a
+closing client waits for is counted by one :class:`Outstanding`. One rule on
 top, for every such object: when the body was cancelled (Ctrl-C in ``asyncio.run``) and
 closing ends in a cancellation too, the body's own cancellation goes on alone, not with
 a second one chained onto it (``aclose`` ran to its end all the same).
@@ -102,6 +103,37 @@ class AsyncLifecycle:
         except anyio.get_cancelled_exc_class():
             if not isinstance(exc, anyio.get_cancelled_exc_class()):
                 raise
+
+
+class Outstanding:
+    """Work a client has running or waiting to run (consumption tasks, transactions being
+    executed), counted so that closing can wait until there is none (:meth:`wait_idle`)."""
+
+    __slots__ = ("_idle", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def __repr__(self) -> str:
+        return f"Outstanding({self.count})"
+
+    def enter(self, count: int = 1) -> None:
+        """``count`` more pieces of work begin."""
+        if self.count == 0 and count:
+            self._idle = anyio.Event()
+        self.count += count
+
+    def leave(self) -> None:
+        """One piece of work ended."""
+        self.count -= 1
+        if self.count == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Until no work is outstanding (at once when none is)."""
+        await self._idle.wait()
 
 
 async def exit_noting_cancel(context: Any) -> BaseException | None:

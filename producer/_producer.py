@@ -1,4 +1,6 @@
-"""The public :class:`Producer`: life cycle and the four ways to send."""
+"""The public :class:`Producer`: its life cycle, the four ways to send (``send``,
+``send_async``, ``send_oneway``, ``send_batch``) and the three of request-reply
+(``request``, ``request_async``, ``send_reply``)."""
 
 from __future__ import annotations
 

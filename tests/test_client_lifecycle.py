@@ -10,12 +10,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 import producer
 import producer.consumer
 from producer import Producer, TransactionProducer, TransactionState
-from producer._lifecycle import AsyncLifecycle, LifecycleState
+from producer._lifecycle import AsyncLifecycle, LifecycleState, Outstanding
 from producer.blocking import Producer as BlockingProducer
 from producer.blocking import PullConsumer as BlockingPullConsumer
 from producer.consumer import (
@@ -132,3 +134,27 @@ def test_the_blocking_facades_show_their_client_s_state(namesrv: str) -> None:
     with BlockingPullConsumer(GROUP, namesrv) as pull:
         assert pull.state is LifecycleState.RUNNING
     assert pull.state is LifecycleState.CLOSED
+
+
+async def test_closing_waits_for_the_outstanding_work_once_counted() -> None:
+    """``Outstanding``: the one counter consumption, the pop consumer and transactions
+    close by; idle at once when nothing runs, and again only when the last one leaves."""
+    work = Outstanding()
+    await work.wait_idle()  # nothing counted: no wait
+    work.enter(2)
+    work.enter(0)  # no work: still two
+    idle = False
+
+    async def closing() -> None:
+        nonlocal idle
+        await work.wait_idle()
+        idle = True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(closing)
+        await anyio.lowlevel.checkpoint()  # closing waits now
+        work.leave()
+        await anyio.lowlevel.checkpoint()
+        assert not idle and work.count == 1  # one still running
+        work.leave()
+    assert idle and work.count == 0

@@ -1,23 +1,26 @@
 """The consumer's decisions that need no I/O: where to start, what a listener's answer
-means for each message (concurrently and orderly), which flow-control limit holds a pull
-back, whether an orderly queue's lock still holds."""
+means for each message (concurrently and orderly) and what becomes of a failed one next,
+which flow-control limit holds a pull back, whether an orderly queue's lock still holds."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from producer._consume.process_queue import ProcessQueue
 from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import ConsumeFromWhere
-from producer._remoting.retry_topics import RETRY_PREFIX, is_dead_letter
+from producer._remoting.delay_levels import DelayLevels, parse_delay_levels, send_back_level
+from producer._remoting.retry_topics import RETRY_PREFIX, dlq_topic, is_dead_letter
 
 __all__ = [
     "LOCK_MAX_LIVE_MS",
     "EXPIRED_PER_SWEEP",
     "ConsumeStatus",
+    "Fate",
     "FlowLimits",
+    "NextStep",
     "OrderlyRetry",
     "Settlement",
     "StartFrom",
@@ -25,7 +28,9 @@ __all__ = [
     "flow_blocked",
     "lock_valid",
     "orderly_retry",
+    "sent_back_fate",
     "settle",
+    "settle_batch",
     "start_from",
     "suspend_ms",
 ]
@@ -33,6 +38,7 @@ __all__ = [
 EXPIRED_PER_SWEEP = 16  # cleanExpiredMsg looks at this many messages per queue
 LOCK_MAX_LIVE_MS = 30_000.0  # a queue counts as locked this long after the last lock
 SUSPEND_MIN_MS, SUSPEND_MAX_MS = 10, 30_000
+BROKER_LEVELS = parse_delay_levels()  # the broker's messageDelayLevel, as shipped
 
 
 class ConsumeStatus(enum.Enum):
@@ -62,6 +68,69 @@ def settle(
     else:
         last = -1
     return Settlement(list(messages[: last + 1]), list(messages[last + 1 :]))
+
+
+class NextStep(enum.Enum):
+    """What happens to a message after a failed delivery."""
+
+    RETRY = "retry"  # sent back: the broker delivers it again after its delay level
+    AGAIN_HERE = "again here"  # consumed again by this consumer after a pause
+    DEAD_LETTER = "dead letter"  # to %DLQ%<group>: no more deliveries
+    DROPPED = "dropped"  # broadcasting never retries
+
+
+@dataclass(frozen=True, slots=True)
+class Fate:
+    """A failed delivery's next step, as the failure's log line says it: delivery
+    ``attempt`` (1-based) of at most ``attempts`` (``None``: no limit, orderly's default),
+    and for a retry its delay ``level`` and wait (``delay_ms``, the broker's default table
+    for a level: a broker configured otherwise waits its own)."""
+
+    step: NextStep
+    attempt: int
+    attempts: int | None
+    level: int = 0
+    delay_ms: float = 0.0
+
+    def describe(self, group: str) -> str:
+        of = f"attempt {self.attempt}" + ("" if self.attempts is None else f" of {self.attempts}")
+        if self.step is NextStep.RETRY:
+            return f"retried in {self.delay_ms / 1000:g} s at delay level {self.level} ({of})"
+        if self.step is NextStep.AGAIN_HERE:
+            return f"consumed again here in {self.delay_ms:.0f} ms ({of})"
+        if self.step is NextStep.DEAD_LETTER:
+            return f"moved to {dlq_topic(group)} ({of})"
+        return "dropped: broadcasting never retries"
+
+
+def sent_back_fate(
+    reconsume_times: int,
+    delay_level: int,
+    max_reconsume_times: int,
+    *,
+    resent: bool = False,
+    levels: DelayLevels = BROKER_LEVELS,
+) -> Fate:
+    """What the broker does with a message sent back at ``delay_level`` after its
+    delivery number ``reconsume_times + 1`` failed (``consumerSendMsgBack``,
+    docs/consuming.md 3.1): the DLQ once out of attempts or asked (level < 0), else a
+    delayed retry. ``resent``: sent by the fallback instead, a copy to ``%RETRY%`` whose
+    count is already raised, at ``3 + reconsumeTimes`` whatever the listener asked
+    (2.7 step 2, 3.6), so it reaches the DLQ one delivery sooner."""
+    attempt, attempts = reconsume_times + 1, max_reconsume_times + 1
+    counted, asked = (reconsume_times + 1, 0) if resent else (reconsume_times, delay_level)
+    if is_dead_letter(counted, max_reconsume_times, asked):
+        return Fate(NextStep.DEAD_LETTER, attempt, attempts)
+    level = levels.clamp(send_back_level(asked, reconsume_times))
+    return Fate(NextStep.RETRY, attempt, attempts, level, levels.delay_ms(level))
+
+
+def settle_batch(queue: ProcessQueue, settled: Iterable[ReceivedMessage]) -> int | None:
+    """The one settle step: ``settled`` leave ``queue``; the offset to commit now (the
+    smallest still held, or past the last once empty, docs/consuming.md 2.5), or ``None``:
+    nothing was held, or the queue was dropped meanwhile (another member owns it now)."""
+    offset = queue.remove(settled)
+    return offset if offset >= 0 and not queue.dropped else None
 
 
 class StartFrom(enum.Enum):

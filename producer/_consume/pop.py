@@ -106,7 +106,7 @@ def popped_messages(
     ``orderCountInfo``."""
     popped_at = timing.popped_at_ms(result.pop_time)
     popped: list[PoppedMessage] = []
-    for message in decode_pulled(result.body, broker_name):
+    for message in decode_pulled(result.body, broker_name):  # bodies capped at MAX_BODY_BYTES
         # Only a retried copy carries the broker's handle: read the properties text once
         # for it, and leave the other messages' properties undecoded until asked.
         raw = message._properties

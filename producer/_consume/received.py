@@ -26,7 +26,9 @@ from producer._remoting.store_record import StoreRecord, decode_with
 from producer._types.message import MessageQueue
 from producer.errors import CodecUnavailableError, CorruptBodyError, UndecodableBodyError
 
-__all__ = ["ReceivedMessage", "decode_pulled", "received_message"]
+__all__ = ["MAX_BODY_BYTES", "ReceivedMessage", "decode_pulled", "received_message"]
+
+MAX_BODY_BYTES = 64 * 1024 * 1024  # an inflated body larger than this is refused
 
 
 class ReceivedMessage:
@@ -163,17 +165,17 @@ def decode_pulled(
     data: bytes | bytearray | memoryview,
     broker_name: str,
     *,
-    max_body_bytes: int | None = None,
+    max_body_bytes: int | None = MAX_BODY_BYTES,
     codecs: BodyCodecs = DEFAULT_CODECS,
 ) -> list[ReceivedMessage]:
     """The messages of a PULL_MESSAGE body from ``broker_name``, in order; a bad record
     raises :class:`~producer.errors.RemoteProtocolError`. Properties are parsed on
     first read.
 
-    Compressed bodies are decoded by the codec their sysFlag names (to at most
-    ``max_body_bytes``); one that does not decode (corrupt, too large, or its codec's
-    library not installed) keeps its stored bytes and is marked ``undecodable``, never
-    passed off as the message.
+    Compressed bodies are decoded by the codec their sysFlag names, to at most
+    ``max_body_bytes`` (64 MiB unless told: pulled and popped bodies alike); one that
+    does not decode (corrupt, too large, or its codec's library not installed) keeps its
+    stored bytes and is marked ``undecodable``, never passed off as the message.
     """
     return decode_with(data, _Builder(broker_name, max_body_bytes, codecs))
 

@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_MAX_RECONSUME_TIMES",
     "DelayLevels",
     "parse_delay_levels",
+    "send_back_level",
 ]
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -52,6 +53,12 @@ class DelayLevels:
         """The level the broker picks for a message that failed ``reconsume_times`` times
         before (0 on its first delivery): ``3 + reconsumeTimes``."""
         return 3 + reconsume_times
+
+
+def send_back_level(requested: int, reconsume_times: int) -> int:
+    """The level a sent-back message waits at (a broker's ``consumerSendMsgBack``): the
+    one asked for when above 0, else ``3 + reconsumeTimes`` (docs/consuming.md 3.1)."""
+    return requested if requested > 0 else DelayLevels.retry_level(reconsume_times)
 
 
 def parse_delay_levels(text: str = DEFAULT_DELAY_LEVELS) -> DelayLevels:

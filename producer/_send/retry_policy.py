@@ -63,8 +63,7 @@ class RetryPolicy:
         )
 
     def is_retriable_code(self, code: int) -> bool:
-        """Whether a broker answer with this response code is retried (at once or after a backoff).
-        Whether a broker answer with this response code is retried (at once or after a backoff)."""
+        """Whether a broker answer with this code is retried (at once or after a backoff)."""
         return code in self.retriable_codes or code in self.backoff_codes
 
     def attempt_timeout_ms(self, remaining_ms: float, attempts_left: int) -> float:

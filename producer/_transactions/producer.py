@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from producer._client.keywords import takes_options
-from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
+from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, Outstanding
 from producer._producer import Producer, sending_port
 from producer._remoting.message_codec import parse_offset_msg_id
 from producer._remoting.namespace import wrap
@@ -84,28 +84,6 @@ class TransactionResult:
         return self.end_written and self.state is not TransactionState.UNKNOWN
 
 
-class _Executing:
-    """How many ``execute`` calls run, and a way to wait until none does."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._idle = anyio.Event()
-        self._idle.set()
-
-    def enter(self) -> None:
-        self.count += 1
-        if self._idle.is_set():
-            self._idle = anyio.Event()
-
-    def leave(self) -> None:
-        self.count -= 1
-        if self.count == 0:
-            self._idle.set()
-
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
-
-
 def half_copy(sent: SendResult) -> HalfCopy:
     """The half message as its send's answer names it (the first copy)."""
     return HalfCopy(parse_offset_msg_id(sent.offset_msg_id).commit_offset, sent.queue_offset)
@@ -153,7 +131,7 @@ class TransactionProducer(AsyncLifecycle):
         self.producer = producer
         self._port = sending_port(producer)  # all this producer asks of it
         self.topics = tuple(options.topics)
-        self._executing = _Executing()
+        self._executing = Outstanding()
         self.ledger = TransactionLedger()
         self._open_halves: dict[str, SendResult] = {}  # two-step halves not ended yet
         self._announced: set[str] = set()

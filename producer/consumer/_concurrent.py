@@ -16,18 +16,25 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Coroutine, Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 
-from producer._consume.decisions import ConsumeStatus, expired, settle
+from producer._consume.decisions import (
+    ConsumeStatus,
+    Fate,
+    NextStep,
+    expired,
+    sent_back_fate,
+    settle,
+)
 from producer._consume.process_queue import ProcessQueue
 from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel
-from producer._remoting.retry_topics import is_dead_letter
 from producer.consumer._consumption import Consumption
+from producer.consumer._failure_log import log_failed
 from producer.consumer._listener import ConsumeContext, ListenerCall, Verdict
 from producer.errors import ProducerError
 
@@ -36,6 +43,7 @@ SUCCESS = ConsumeStatus.SUCCESS
 EXPIRED_DELAY_LEVEL = 3  # cleanExpiredMsg's sendMessageBack(msg, 3)
 YIELD_EVERY = 32  # batches a worker consumes before it lets other tasks run
 NOT_CALLED = Verdict(SUCCESS)  # a batch the guard held back whole: nothing to consume
+AGAIN_HERE = NextStep.AGAIN_HERE
 
 Work = tuple[ProcessQueue, list[ReceivedMessage]]
 # One batch of a run: its queue, what the listener got, what the guard held back, context.
@@ -71,14 +79,12 @@ class Successes:
         settled += repeated
         return True
 
-    def settle(self, consumption: ConcurrentConsumption, now: float) -> None:
-        for pq, (consumed, settled) in self._by_queue.items():
-            consumption._call.remember(consumed, now)
-            consumption.consumed += len(consumed)
-            offset = pq.remove(settled)
-            if offset >= 0 and not pq.dropped:
-                consumption.offsets.update(pq.queue, offset, increase_only=True)
+    def take(self) -> list[tuple[ProcessQueue, list[ReceivedMessage], list[ReceivedMessage]]]:
+        """Per queue: the messages consumed, and those to settle (the guard's too); then
+        nothing is held here."""
+        taken = [(pq, consumed, settled) for pq, (consumed, settled) in self._by_queue.items()]
         self._by_queue.clear()
+        return taken
 
 
 class ConcurrentConsumption(Consumption):
@@ -123,8 +129,8 @@ class ConcurrentConsumption(Consumption):
                 since_yield = 0
                 while self._pending:
                     self._call.telemetry.look()
-                    if self._call.is_async and not self._call.telemetry.tracing:
-                        since_yield += await self._consume_async()
+                    if self._call.is_async or self._call.telemetry.tracing:
+                        since_yield += await self._consume_each()
                     else:
                         since_yield += await self._consume_run(self._take())
                     if since_yield >= YIELD_EVERY:  # pulls and timers run in between
@@ -139,17 +145,12 @@ class ConcurrentConsumption(Consumption):
         return [pending.popleft() for _ in range(min(count, len(pending)))]
 
     async def _consume_run(self, run: list[Work]) -> int:
-        """A run's batches, marked busy (the listener may block: another worker takes the
-        rest); returns how many."""
+        """A plain listener's run of batches, marked busy (the listener may block: another
+        worker takes the rest); returns how many."""
         self._busy += 1
         self._staff()
         try:
-            if self._call.is_async or self._call.telemetry.tracing:
-                for pq, batch in run:  # a span per call: one call at a time
-                    if not pq.dropped:
-                        await self._consume(pq, batch)
-            else:
-                await self._consume_plain(run)
+            await self._consume_plain(run)
         finally:
             self._busy -= 1
             for _ in run:
@@ -171,13 +172,14 @@ class ConcurrentConsumption(Consumption):
             verdict = next(answers) if fresh else NOT_CALLED
             if not done.add(pq, fresh, repeated, verdict, context):
                 await self._settle(pq, fresh, repeated, verdict, context)
-        done.settle(self, now)
+        self._succeeded(done, now)
 
-    async def _consume_async(self) -> int:
-        """An async listener's batches taken one at a time while they last (up to
-        ``YIELD_EVERY``): each call runs up to its first suspension, and the successes of
-        calls that did not suspend are settled together - before the worker waits on
-        anything, so nothing finished stays held while it waits. Returns how many."""
+    async def _consume_each(self) -> int:
+        """Batches taken one at a time while they last (up to ``YIELD_EVERY``): an async
+        listener's call runs up to its first suspension, a traced one is awaited whole,
+        and the successes of calls that did not suspend are settled together - before the
+        worker waits on anything, so nothing finished stays held while it waits. Returns
+        how many."""
         call, pending, done = self._call, self._pending, Successes()
         now, count = self._now_ms(), 0
         while pending and count < YIELD_EVERY:
@@ -188,37 +190,34 @@ class ConcurrentConsumption(Consumption):
                     continue
                 fresh, repeated = call.split(batch, now)
                 context = ConsumeContext(pq.queue)
-                verdict = call.start(fresh, context, now) if fresh else NOT_CALLED
+                verdict = call.call(fresh, context, now) if fresh else NOT_CALLED
                 if not isinstance(verdict, Verdict):  # it waits: so does this worker
-                    done.settle(self, now)
+                    self._succeeded(done, now)
                     verdict = await self._busy_with(verdict)
                     now = self._now_ms()
                 if not done.add(pq, fresh, repeated, verdict, context):
-                    done.settle(self, now)
+                    self._succeeded(done, now)
                     await self._settle(pq, fresh, repeated, verdict, context)
             finally:
                 # out of flight now, though maybe not settled yet: close's wait_idle
                 # wakes only once this task yields, and it settles before it yields
                 self._tasks.leave()
-        done.settle(self, now)
+        self._succeeded(done, now)
         return count
 
-    async def _busy_with(self, rest: Coroutine[Any, Any, Verdict]) -> Verdict:
+    def _succeeded(self, done: Successes, now: float) -> None:
+        for pq, consumed, settled in done.take():
+            self._call.remember(consumed, now)
+            self.consumed += len(consumed)
+            self._commit(pq, settled)
+
+    async def _busy_with(self, rest: Awaitable[Verdict]) -> Verdict:
         self._busy += 1
         self._staff()  # another worker takes the batches waiting meanwhile
         try:
             return await rest
         finally:
             self._busy -= 1
-
-    async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> None:
-        fresh, repeated = self._call.split(batch, self._now_ms())
-        context = ConsumeContext(pq.queue)
-        if fresh:
-            verdict = await self._call.held(fresh, context, self._now_ms())
-        else:
-            verdict = NOT_CALLED
-        await self._settle(pq, fresh, repeated, verdict, context)
 
     async def _settle(
         self,
@@ -234,31 +233,39 @@ class ConcurrentConsumption(Consumption):
         outcome = settle(verdict.status, fresh, context.ack_index)
         self._call.remember(outcome.done, self._now_ms())
         self.consumed += len(outcome.done)
-        settled = [*outcome.done, *repeated]
-        unsent: list[ReceivedMessage] = []
-        if self.options.model is MessageModel.BROADCASTING:
-            settled += outcome.failed  # broadcasting never retries (as Java)
-            for message in outcome.failed:
-                log.warning("broadcast message %s failed and is dropped", message.msg_id)
-            self._call.telemetry.count(pq.queue.topic, "dropped", len(outcome.failed))
-        else:
-            policy = self.options.retry_policy
-            for message in outcome.failed:
-                level = context.delay_level or policy.delay_level(
-                    verdict.error, message.reconsume_times
-                )
-                if await self._send_back(message, level):
-                    settled.append(message)
-                else:
-                    unsent.append(message)
-        offset = pq.remove(settled)
-        if offset >= 0 and not pq.dropped:
-            self.offsets.update(pq.queue, offset, increase_only=True)
+        failed = outcome.failed
+        fates = await self._fates(pq, failed, verdict, context)
+        log_failed(self.api.group, failed, verdict.error, fates)
+        settled, unsent = [*outcome.done, *repeated], list[ReceivedMessage]()
+        for message, fate in zip(failed, fates, strict=True):
+            (unsent if fate.step is AGAIN_HERE else settled).append(message)
+        self._commit(pq, settled)
         if unsent:
             for message in unsent:
                 message.reconsume_times += 1
             self._tasks.enter()
             self.tg.start_soon(self._again, pq, unsent, self.options.local_retry_delay_ms)
+
+    async def _fates(
+        self,
+        pq: ProcessQueue,
+        failed: list[ReceivedMessage],
+        verdict: Verdict,
+        context: ConsumeContext,
+    ) -> list[Fate]:
+        """What becomes of each failed message: broadcasting drops it (never retries, as
+        Java); clustering sends it back at the listener's level, else the policy's."""
+        if self.options.model is MessageModel.BROADCASTING:
+            self._call.telemetry.count(pq.queue.topic, "dropped", len(failed))
+            return [Fate(NextStep.DROPPED, m.reconsume_times + 1, None) for m in failed]
+        policy = self.options.retry_policy
+        fates = []
+        for message in failed:
+            level = context.delay_level or policy.delay_level(
+                verdict.error, message.reconsume_times
+            )
+            fates.append(await self._send_back(message, level))
+        return fates
 
     async def _again(self, pq: ProcessQueue, batch: list[ReceivedMessage], delay_ms: float) -> None:
         """Neither send-back worked: the batch is consumed here again after a pause."""
@@ -277,45 +284,38 @@ class ConcurrentConsumption(Consumption):
         for pq in list(pqs):
             for message in expired(pq, now, timeout):
                 log.warning("%s: consumed for over %.0f ms; sent back", message.msg_id, timeout)
-                if pq.dropped or not await self._send_back(message, EXPIRED_DELAY_LEVEL):
+                if pq.dropped:
                     continue
-                offset = pq.remove([message])
-                if offset >= 0:
-                    self.offsets.update(pq.queue, offset, increase_only=True)
+                if (await self._send_back(message, EXPIRED_DELAY_LEVEL)).step is not AGAIN_HERE:
+                    self._commit(pq, [message])
 
-    async def _send_back(self, message: ReceivedMessage, delay_level: int) -> bool:
-        """CONSUMER_SEND_MSG_BACK; if that fails, the fallback send; ``False`` if both fail."""
-        max_times = self.options.max_reconsume_times
+    async def _send_back(self, message: ReceivedMessage, delay_level: int) -> Fate:
+        """CONSUMER_SEND_MSG_BACK; if that fails, the fallback send; the message's fate:
+        retried or dead-lettered by the broker, or (both failed) consumed again here."""
+        max_times, count = self.options.max_reconsume_times, message.reconsume_times
         try:
             await self.api.send_back(message, delay_level, max_times)
-            self._sent(message, delay_level)
-            return True
+            return self._sent(message, sent_back_fate(count, delay_level, max_times))
         except ProducerError as exc:
             log.warning(
                 "send-back of %s failed (%s); trying %%RETRY%% directly", message.msg_id, exc
             )
         try:
-            await self.api.send_to_retry_topic(
-                message, max_times, reconsume_times=message.reconsume_times + 1
-            )
-            self._sent(message, delay_level)
-            return True
+            await self.api.send_to_retry_topic(message, max_times, reconsume_times=count + 1)
+            fate = sent_back_fate(count, delay_level, max_times, resent=True)
+            return self._sent(message, fate)
         except ProducerError as exc:
-            log.warning(
-                "could not send %s back (%s); consuming it again locally in %.0f ms",
-                message.msg_id,
-                exc,
-                self.options.local_retry_delay_ms,
-            )
-            return False
+            log.warning("could not send %s to %%RETRY%% either (%s)", message.msg_id, exc)
+        delay_ms = self.options.local_retry_delay_ms
+        return Fate(AGAIN_HERE, count + 1, max_times + 1, delay_ms=delay_ms)
 
-    def _sent(self, message: ReceivedMessage, delay_level: int) -> None:
-        """Counted as the broker will treat it: a retry, or (level -1, or out of attempts)
-        a dead letter."""
+    def _sent(self, message: ReceivedMessage, fate: Fate) -> Fate:
+        """Counted as the broker will treat it: a retry, or a dead letter."""
         self.sent_back += 1
         telemetry = self._call.telemetry
-        if is_dead_letter(message.reconsume_times, self.options.max_reconsume_times, delay_level):
+        if fate.step is NextStep.DEAD_LETTER:
             telemetry.dead_letter(message.topic)
         else:
             telemetry.sent_back(message.topic)
             telemetry.count(message.topic, "retried", 1)
+        return fate

@@ -7,7 +7,7 @@ import inspect
 import logging
 import time
 import types
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,31 +147,38 @@ class ListenerCall:
 
     @property
     def slot(self) -> anyio.CapacityLimiter:
-        """One of the ``max_concurrency`` slots; a caller holding one uses :meth:`held`."""
+        """One of the ``max_concurrency`` slots; a caller holding one uses :meth:`call`."""
         return self._limiter
 
     async def __call__(
         self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
     ) -> Verdict:
+        """One listener call, in a slot of its own."""
         async with self._limiter:
-            return await self.held(batch, context, now_ms)
+            verdict = self.call(batch, context, now_ms)
+            return verdict if isinstance(verdict, Verdict) else await verdict
 
-    async def held(
+    def call(
         self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
-    ) -> Verdict:
-        """One listener call, by a caller that holds a slot."""
+    ) -> Verdict | Awaitable[Verdict]:
+        """One listener call, by a caller that holds a slot: its verdict if it finished
+        without suspending (an async listener's call that never waited: the caller goes on
+        without yielding to the event loop), else the rest of the call for the caller to
+        await (it settles what it holds first: it is about to wait) in the cancel scope it
+        called this in (trio ties a call's scopes to its task's stack). A plain listener
+        runs in a worker thread; while tracing, each call has its span."""
         for message in batch:
             message.consume_start_ms = now_ms
-        if not self.telemetry.tracing:
-            verdict = await self._run(batch, context)
-            self._processed(NO_SPAN, batch, context, verdict, now_ms)
+        if self.telemetry.tracing:
+            return self._traced(batch, context, now_ms)
+        if not self._is_async:
+            return self._in_thread(batch, context, now_ms)
+        started = time.perf_counter()
+        verdict = self._step(batch, context)
+        if isinstance(verdict, Verdict):
+            self._timed(batch, context, verdict, now_ms, started)
             return verdict
-        with self.telemetry.processing(context.queue, batch) as span:
-            verdict = await self._run(batch, context)
-            if verdict.error is not None and span.is_recording():
-                span.record_exception(verdict.error)
-            self._processed(span, batch, context, verdict, now_ms)
-        return verdict
+        return self._timed_rest(verdict, batch, context, now_ms)
 
     async def run_plain(
         self, calls: list[Call], now_ms: float, *, orderly: bool = False
@@ -190,46 +197,57 @@ class ListenerCall:
                 self._processed(NO_SPAN, batch, context, verdict, now_ms, seconds)
         return [verdict for verdict, _ in outcomes]
 
-    def start(
+    async def _in_thread(
         self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
+    ) -> Verdict:
+        return (await self.run_plain([(batch, context)], now_ms))[0]
+
+    async def _traced(
+        self, batch: list[ReceivedMessage], context: ConsumeContext, now_ms: float
+    ) -> Verdict:
+        with self.telemetry.processing(context.queue, batch) as span:
+            if self._is_async:
+                verdict = self._step(batch, context)
+                if not isinstance(verdict, Verdict):
+                    verdict = await verdict
+            else:
+                verdict = await anyio.to_thread.run_sync(self._call_one, batch, context)
+            if verdict.error is not None and span.is_recording():
+                span.record_exception(verdict.error)
+            self._processed(span, batch, context, verdict, now_ms)
+        return verdict
+
+    def _step(
+        self, batch: list[ReceivedMessage], context: ConsumeContext
     ) -> Verdict | Coroutine[Any, Any, Verdict]:
-        """An async listener's call, by a caller that holds a slot while nothing traces,
-        run up to its first suspension: its verdict if it finished without suspending (the
-        caller goes on without yielding to the event loop), else the rest of the call for
-        the caller to await (it settles what it holds first: it is about to wait) in the
-        cancel scope it called this in (trio ties a call's scopes to its task's stack)."""
-        for message in batch:
-            message.consume_start_ms = now_ms
-        started = time.perf_counter()
+        """An async listener's call run up to its first suspension: its verdict, or the
+        rest of the call."""
         coroutine = self._invoke(batch, context)
         if isinstance(coroutine, Verdict):  # refused: never called
             return coroutine
         try:
             yielded = coroutine.send(None)
         except StopIteration as stop:
-            verdict = self._verdict(stop.value)
+            return self._verdict(stop.value)
         except Exception as exc:
-            log.exception("listener raised on %d message(s)", len(batch))
-            verdict = Verdict(ConsumeStatus.RECONSUME_LATER, exc)
-        else:
-            return self._rest(coroutine, yielded, batch, context, now_ms)
-        self._timed(batch, context, verdict, now_ms, started)
-        return verdict
+            return _raised(exc)
+        return self._rest(coroutine, yielded)
 
-    async def _rest(
+    async def _rest(self, coroutine: Coroutine[Any, Any, Any], yielded: object) -> Verdict:
+        try:
+            return self._verdict(await _resumed(coroutine, yielded))
+        except Exception as exc:
+            return _raised(exc)
+
+    async def _timed_rest(
         self,
-        coroutine: Coroutine[Any, Any, Any],
-        yielded: object,
+        rest: Awaitable[Verdict],
         batch: list[ReceivedMessage],
         context: ConsumeContext,
         now_ms: float,
     ) -> Verdict:
         started = time.perf_counter()  # the first step's few microseconds are not counted
-        try:
-            verdict = self._verdict(await _resumed(coroutine, yielded))
-        except Exception as exc:
-            log.exception("listener raised on %d message(s)", len(batch))
-            verdict = Verdict(ConsumeStatus.RECONSUME_LATER, exc)
+        verdict = await rest
         self._timed(batch, context, verdict, now_ms, started)
         return verdict
 
@@ -303,26 +321,18 @@ class ListenerCall:
         try:
             result = self._invoke(batch, context)
         except Exception as exc:
-            log.exception("listener raised on %d message(s)", len(batch))
-            return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
+            return _raised(exc)
         return result if isinstance(result, Verdict) else self._verdict(result)
-
-    async def _run(self, batch: list[ReceivedMessage], context: ConsumeContext) -> Verdict:
-        if not self._is_async:
-            return await anyio.to_thread.run_sync(self._call_one, batch, context)
-        try:
-            called = self._invoke(batch, context)
-            if isinstance(called, Verdict):  # refused: never called
-                return called
-            result = await called
-        except Exception as exc:
-            log.exception("listener raised on %d message(s)", len(batch))
-            return Verdict(ConsumeStatus.RECONSUME_LATER, exc)
-        return self._verdict(result)
 
 
 _VERDICTS = {status: Verdict(status) for status in ConsumeStatus}
 _RETRY = _VERDICTS[ConsumeStatus.RECONSUME_LATER]
+
+
+def _raised(error: Exception) -> Verdict:
+    """The listener raised ``error``: its messages are consumed again (RECONSUME_LATER).
+    Said where their fate is decided (``_failure_log``), once per message and attempt."""
+    return Verdict(ConsumeStatus.RECONSUME_LATER, error)
 
 
 @types.coroutine
@@ -359,25 +369,3 @@ def _takes_context(listener: Listener) -> bool:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
     ]
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in positional)
-
-
-class InFlight:
-    """Consumption tasks running or waiting to run; ``wait_idle`` returns when none is."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._idle = anyio.Event()
-        self._idle.set()
-
-    def enter(self, count: int = 1) -> None:
-        if self.count == 0 and count:
-            self._idle = anyio.Event()
-        self.count += count
-
-    def leave(self) -> None:
-        self.count -= 1
-        if self.count == 0:
-            self._idle.set()
-
-    async def wait_idle(self) -> None:
-        await self._idle.wait()

@@ -17,6 +17,8 @@ import anyio
 
 from producer._consume.decisions import (
     ConsumeStatus,
+    Fate,
+    NextStep,
     OrderlyRetry,
     lock_valid,
     orderly_retry,
@@ -28,7 +30,9 @@ from producer._remoting.consumer_requests import MessageModel
 from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._consumption import Consumption
+from producer.consumer._failure_log import log_failed
 from producer.consumer._listener import RUN_MAX, ConsumeContext, ListenerCall, Verdict
+from producer.consumer._options import ORDERLY_MAX_RECONSUME_TIMES
 from producer.errors import ProducerError, UndecodableBodyError
 
 log = logging.getLogger("producer.consumer")
@@ -132,12 +136,10 @@ class OrderlyConsumption(Consumption):
     async def _consume_run(self, pq: ProcessQueue, run: list[list[ReceivedMessage]]) -> float:
         """The run's batches in order, up to the first that fails (orderly: nothing after
         it is consumed before it is); returns how long the queue pauses next (ms)."""
-        if self._call.telemetry.tracing or self._call.guarded:
-            return await self._consume(pq, run[0])  # its run is one batch
-        now = self._now_ms()
-        async with self._call.slot:
-            if self._call.is_async:
-                return await self._consume_async(pq, run, now)
+        call, now = self._call, self._now_ms()
+        async with call.slot:
+            if call.is_async or call.telemetry.tracing or call.guarded:
+                return await self._consume_each(pq, run, now)
             return await self._consume_plain(pq, run, now)
 
     async def _consume_plain(
@@ -155,15 +157,21 @@ class OrderlyConsumption(Consumption):
         batch, context = calls[called]
         return await self._failed(pq, batch, last, context)
 
-    async def _consume_async(
+    async def _consume_each(
         self, pq: ProcessQueue, run: list[list[ReceivedMessage]], now: float
     ) -> float:
-        """Each call runs to its first suspension; the successes so far are settled
-        before one that waits is awaited, and at the end."""
+        """One call per batch (an async one runs to its first suspension); the successes
+        so far are settled before a call that waits is awaited, and at the end. With a
+        guard (a run of one batch) what it held back settles first."""
         done: list[ReceivedMessage] = []
         for batch in run:
+            fresh, repeated = self._call.split(batch, now)
+            if repeated:
+                self._commit(pq, repeated, increase_only=False)
+            if not fresh:
+                continue
             context = ConsumeContext(pq.queue)
-            verdict = self._call.start(batch, context, now)
+            verdict = self._call.call(fresh, context, now)
             waited = not isinstance(verdict, Verdict)
             if not isinstance(verdict, Verdict):
                 self._succeeded(pq, done, now)
@@ -172,8 +180,8 @@ class OrderlyConsumption(Consumption):
                 now = self._now_ms()
             if verdict.status is not ConsumeStatus.SUCCESS:
                 self._succeeded(pq, done, now)
-                return await self._failed(pq, batch, verdict, context)
-            done += batch
+                return await self._failed(pq, fresh, verdict, context)
+            done += fresh
             if waited or pq.dropped:  # the queue's lock is looked at again before more
                 break
         self._succeeded(pq, done, now)
@@ -183,7 +191,7 @@ class OrderlyConsumption(Consumption):
         if done:
             self._call.remember(done, now)
             self.consumed += len(done)
-            self._settle(pq, done)
+            self._commit(pq, done, increase_only=False)
 
     async def _pause(self, ms: float) -> None:
         """Sleep ``ms``, or less when the consumer closes meanwhile."""
@@ -200,20 +208,6 @@ class OrderlyConsumption(Consumption):
         if not pq.locked:
             await self._pause(UNLOCKED_DELAY_MS)
 
-    async def _consume(self, pq: ProcessQueue, batch: list[ReceivedMessage]) -> float:
-        """One batch (with a guard, or while tracing); returns how long the queue pauses
-        before its next one (ms)."""
-        fresh, repeated = self._call.split(batch, self._now_ms())
-        self._settle(pq, repeated)
-        if not fresh:
-            return 0.0
-        context = ConsumeContext(pq.queue)
-        verdict = await self._call(fresh, context, self._now_ms())
-        if verdict.status is ConsumeStatus.SUCCESS:
-            self._succeeded(pq, fresh, self._now_ms())
-            return 0.0
-        return await self._failed(pq, fresh, verdict, context)
-
     async def _failed(
         self,
         pq: ProcessQueue,
@@ -221,7 +215,8 @@ class OrderlyConsumption(Consumption):
         verdict: Verdict,
         context: ConsumeContext,
     ) -> float:
-        """A batch that failed: retried here after a pause, or dead-lettered."""
+        """A batch that failed: retried here after a pause, or dead-lettered (a message
+        whose dead letter could not be sent is retried); returns the pause (ms)."""
         error = verdict.error
         hopeless = not self.options.retry_policy.retries(error) or (
             isinstance(error, UndecodableBodyError) and error.permanent
@@ -230,26 +225,28 @@ class OrderlyConsumption(Consumption):
             retry = OrderlyRetry(dead=fresh, again=[])
         else:
             retry = orderly_retry(fresh, self.options.max_reconsume_times)
-        again = list(retry.again)
-        dead = []
-        for message in retry.dead:
-            if await self._dead_letter(message, now=hopeless):
-                dead.append(message)
-            else:
-                again.append(message)
-        self._settle(pq, dead)
-        if not again:
-            return 0.0
+        buried = [m for m in retry.dead if await self._dead_letter(m, now=hopeless)]
+        requested = context.suspend_current_queue_time_ms
+        pause = float(suspend_ms(requested, self.options.suspend_current_queue_time_ms))
+        log_failed(self.api.group, fresh, error, self._fates(fresh, buried, pause))
+        self._commit(pq, buried, increase_only=False)
+        again = [m for m in fresh if m not in buried]
         for message in again:
             message.reconsume_times += 1
         self._call.telemetry.count(pq.queue.topic, "retried", len(again))
-        requested = context.suspend_current_queue_time_ms
-        return float(suspend_ms(requested, self.options.suspend_current_queue_time_ms))
+        return pause if again else 0.0
 
-    def _settle(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None:
-        offset = pq.remove(messages)
-        if offset >= 0:
-            self.offsets.update(pq.queue, offset, increase_only=False)
+    def _fates(
+        self, fresh: list[ReceivedMessage], buried: list[ReceivedMessage], pause: float
+    ) -> list[Fate]:
+        most = self.options.max_reconsume_times
+        attempts = None if most >= ORDERLY_MAX_RECONSUME_TIMES else most + 1
+        return [
+            Fate(NextStep.DEAD_LETTER, m.reconsume_times + 1, attempts)
+            if m in buried
+            else Fate(NextStep.AGAIN_HERE, m.reconsume_times + 1, attempts, delay_ms=pause)
+            for m in fresh
+        ]
 
     async def _dead_letter(self, message: ReceivedMessage, *, now: bool) -> bool:
         """SEND_MESSAGE_V2 to ``%RETRY%`` with ``reconsume_times >= max``: the broker stores

@@ -29,9 +29,15 @@ from producer._client.keywords import takes_options
 from producer._consume.decisions import ConsumeStatus
 from producer._consume.pop import PoppedMessage
 from producer._consume.pop_retry import PopAction, PopStep, pop_step
-from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
+from producer._lifecycle import (
+    ENDED,
+    AsyncLifecycle,
+    LifecycleState,
+    Outstanding,
+    exit_noting_cancel,
+)
 from producer._remoting.acl import Credentials
-from producer.consumer._listener import ConsumeContext, InFlight, Listener, _takes_context
+from producer.consumer._listener import ConsumeContext, Listener, _takes_context
 from producer.consumer._options import AWAIT_DURATION_MS, PopConsumerOptions
 from producer.consumer._simple_consumer import SimpleConsumer
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
@@ -101,7 +107,7 @@ class PopConsumer(AsyncLifecycle):
             inspect.iscoroutinefunction(type(listener).__call__)
         )
         self._tg: anyio.abc.TaskGroup | None = None
-        self._in_flight = InFlight()
+        self._in_flight = Outstanding()
         self._cached = 0
         self._room = anyio.Event()
         self.state = LifecycleState.NEW

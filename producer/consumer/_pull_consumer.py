@@ -315,7 +315,7 @@ class PullConsumer(AsyncLifecycle):
         as :meth:`getmany` would. For bulk decoders (the Spark source builds Arrow columns
         straight from them), which must do what ``getmany`` does per message themselves:
         re-check the tag, inflate bodies and refuse one that does not inflate
-        (:func:`~producer.consumer.decode_records` decodes records as ``getmany`` does),
+        (:func:`~producer.consumer.decode_records` with ``codecs=consumer.body_codecs``),
         and unwrap a namespaced topic. Not to be mixed with ``async for`` on the same queue."""
         position = await self.position(queue)
         queue = self._wire(queue)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from producer._consume.received import ReceivedMessage, decode_pulled
+from producer._consume.received import MAX_BODY_BYTES, ReceivedMessage, decode_pulled
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import PullParams, PullResult, PullStatus
 from producer._remoting.namespace import unwrap
@@ -44,7 +44,6 @@ __all__ = [
     "read_answer",
 ]
 
-MAX_BODY_BYTES = 64 * 1024 * 1024  # an inflated body larger than this is refused
 PULL_RPC_MARGIN_MS = 15_000.0  # the RPC outlives the broker's hold by this much
 
 
@@ -196,12 +195,15 @@ async def pull_once(
     return pulled
 
 
-def decode_records(records: bytes, broker_name: str) -> list[ReceivedMessage]:
-    """The messages of records pulled from ``broker_name`` (:meth:`PullConsumer.pull_records`),
-    decoded as ``getmany`` decodes them: bodies inflated (to at most the consumer's bound),
-    a retry topic's messages under their original topic. No tag check here, and a body
-    that does not inflate is marked (``ReceivedMessage.undecodable``), not raised."""
-    return decode_pulled(records, broker_name, max_body_bytes=MAX_BODY_BYTES)
+def decode_records(
+    records: bytes, broker_name: str, *, codecs: BodyCodecs = DEFAULT_CODECS
+) -> list[ReceivedMessage]:
+    """The messages of records pulled from ``broker_name`` (:meth:`PullConsumer.pull_records`):
+    bodies inflated by ``codecs`` (pass the consumer's ``body_codecs`` to inflate as its
+    ``getmany`` does) to at most ``MAX_BODY_BYTES``, a retry topic's messages under their
+    original topic. Unlike ``getmany``, no tag check here, and a body that does not
+    inflate is marked (``ReceivedMessage.undecodable``), not raised."""
+    return decode_pulled(records, broker_name, max_body_bytes=MAX_BODY_BYTES, codecs=codecs)
 
 
 def _before_undecodable(queue: MessageQueue, answer: Answer) -> tuple[list[ReceivedMessage], int]:

@@ -24,7 +24,7 @@ import msgspec
 
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
-from producer._remoting.delay_levels import DelayLevels
+from producer._remoting.delay_levels import DelayLevels, send_back_level
 from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.properties import (
     DELAY,
@@ -448,8 +448,7 @@ class ConsumeSide:
         else:
             topic = retry
             queue_id = self._rng.randrange(group.retry_queue_nums)
-            level = delay_level if delay_level > 0 else 3 + message.reconsume_times
-            props[DELAY] = str(level)
+            props[DELAY] = str(send_back_level(delay_level, message.reconsume_times))
         props.setdefault(ORIGIN_MESSAGE_ID, message.offset_msg_id)
         pending = pending_copy(message, topic, props, message.reconsume_times + 1)
         self._put(topic, queue_id, pending, may_delay=True)

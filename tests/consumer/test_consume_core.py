@@ -17,6 +17,7 @@ from producer._consume.decisions import (
     lock_valid,
     orderly_retry,
     settle,
+    settle_batch,
     start_from,
     suspend_ms,
 )
@@ -92,6 +93,45 @@ def test_committed_offset_is_the_smallest_in_flight() -> None:
     assert pq.remove([m for m in batch if m.queue_offset != 2101]) == 2101
     assert pq.remove([batch[1]]) == 2201  # empty: last put + 1
     assert pq.remove([batch[1]]) == -1  # nothing held: nothing to commit
+
+
+def test_the_committable_offset_is_the_smallest_held_not_the_largest() -> None:
+    pq = ProcessQueue(Q)
+    batch = [message(o) for o in range(5)]
+    pq.put(batch)
+    assert pq.remove([batch[1], batch[3]]) == 0  # 0, 2, 4 held: the smallest
+    assert pq.remove([batch[0]]) == 2  # 2 and 4 held
+    assert pq.remove([batch[4]]) == 2  # the largest settled first moves nothing
+    assert pq.remove([batch[2]]) == 5
+
+
+@given(
+    offsets=st.sets(st.integers(0, 200), min_size=1, max_size=30),
+    data=st.data(),
+)
+def test_remove_answers_the_smallest_held_or_past_the_last(
+    offsets: set[int], data: st.DataObject
+) -> None:
+    pq = ProcessQueue(Q)
+    batch = [message(o) for o in sorted(offsets)]
+    pq.put(batch)
+    settled = data.draw(st.lists(st.sampled_from(batch), unique_by=lambda m: m.queue_offset))
+    left = offsets - {m.queue_offset for m in settled}
+    assert pq.remove(settled) == (min(left) if left else max(offsets) + 1)
+    assert len(pq) == len(left)
+
+
+def test_the_settle_step_commits_the_smallest_held_unless_dropped() -> None:
+    """``settle_batch``, the one step concurrent and orderly consumption settle by."""
+    pq = ProcessQueue(Q)
+    batch = [message(o) for o in range(10, 15)]
+    pq.put(batch)
+    assert settle_batch(pq, [batch[0], batch[2]]) == 11
+    assert settle_batch(pq, []) == 11  # nothing settled: still the smallest held
+    assert settle_batch(pq, batch[1:4]) == 14
+    pq.dropped = True  # given up meanwhile: another member owns its offset now
+    assert settle_batch(pq, [batch[4]]) is None and len(pq) == 0
+    assert settle_batch(ProcessQueue(Q), [batch[0]]) is None  # nothing held
 
 
 def test_re_pulled_offsets_are_not_held_twice() -> None:

@@ -16,14 +16,17 @@ import anyio.lowlevel
 import pytest
 
 from producer import Message, Producer
-from producer._consume.received import decode_pulled
+from producer._consume.pop import PopTiming, popped_messages
+from producer._consume.received import MAX_BODY_BYTES, decode_pulled
 from producer._remoting.message_codec import COMPRESSED_FLAG, make_offset_msg_id
+from producer._remoting.pop_requests import PopResult
 from producer._remoting.store_record import StoreRecord, decode_records, encode_record
 from producer.consumer import ConsumeStatus, ReceivedMessage
+from producer.consumer import decode_records as decode_pulled_records
 from producer.consumer._listener import ConsumeContext, ListenerCall, Verdict
 from producer.consumer._telemetry import ConsumerTelemetry
 from producer.testing import DevClusterThread
-from tests.helpers.java_bodies import Seen, committed, java_send
+from tests.helpers.java_bodies import Seen, committed, java_send, without_lz4
 from tests.helpers.push import FAST_LEVELS, consumer, orderly_consumer, until
 from tests.protocol.java5_vectors import LZ4_BODY, LZ4_CONTENT, SYS_FLAG_LZ4
 
@@ -97,12 +100,44 @@ def test_compressed_bodies_are_inflated_and_a_bad_one_keeps_its_bytes() -> None:
     assert [r.body for r in decode_records(data)] == [good.body, bad.body]  # as stored
 
 
+def test_a_popped_body_is_inflated_to_the_same_cap_as_a_pulled_one() -> None:
+    """One bound, MAX_BODY_BYTES: a popped body past it is refused (marked undecodable,
+    its stored bytes kept), as a pulled one is, never inflated without limit."""
+    bomb = zlib.compress(bytes(MAX_BODY_BYTES + 1), 9)
+    small = zlib.compress(b"y" * 5000)
+    records = [
+        _record(0, body=bomb, sys_flag=COMPRESSED_FLAG),
+        _record(1, body=small, sys_flag=COMPRESSED_FLAG),
+    ]
+    result = PopResult(
+        found=True, pop_time=1000, invisible_time=60_000, revive_qid=0, rest_num=0,
+        start_offsets={(0, 3): [7]}, msg_offsets={(0, 3): [7, 8]}, order_counts={},
+        body=b"".join(map(encode_record, records)),
+    )  # fmt: skip
+    timing = PopTiming(sent_at_ms=0.0, born_ms=1000, answered_at_ms=1.0)
+    big, fine = popped_messages(result, "g", "Orders", "broker-a", timing)
+    assert big.undecodable is not None and big.body == bomb
+    assert fine.undecodable is None and fine.body == b"y" * 5000
+    [pulled, _] = decode_pulled_records(result.body, "broker-a")  # the pull consumer's
+    assert pulled.undecodable is not None
+
+
+def test_decode_records_inflates_with_the_codecs_it_is_given() -> None:
+    """``decode_records(codecs=consumer.body_codecs)`` inflates as that consumer's
+    ``getmany`` does: without lz4, a Java 5.x LZ4 body is marked, not passed off."""
+    data = encode_record(_record(0, body=LZ4_BODY, sys_flag=SYS_FLAG_LZ4))
+    [missing] = decode_pulled_records(data, "broker-a", codecs=without_lz4())
+    assert missing.undecodable is not None and "lz4" in str(missing.undecodable)
+    [found] = decode_pulled_records(data, "broker-a")
+    assert found.undecodable is None and found.body == LZ4_CONTENT
+
+
 def _call(listener: object) -> ListenerCall:
     return ListenerCall(listener, 1, telemetry=ConsumerTelemetry("g"), clock_ms=lambda: 0.0)
 
 
 async def _verdict_of(call: ListenerCall, batch: list[ReceivedMessage]) -> Verdict:
-    started = call.start(batch, ConsumeContext(None), 0.0)  # type: ignore[arg-type]
+    started = call.call(batch, ConsumeContext(None), 0.0)  # type: ignore[arg-type]
     return started if isinstance(started, Verdict) else await started
 
 
@@ -119,7 +154,7 @@ async def test_an_async_call_resumed_after_its_first_suspension_ends_as_awaited(
         return ConsumeStatus.SUCCESS
 
     call = _call(listener)
-    started = call.start([], ConsumeContext(None), 0.0)  # type: ignore[arg-type]
+    started = call.call([], ConsumeContext(None), 0.0)  # type: ignore[arg-type]
     assert not isinstance(started, Verdict) and steps == ["before"]
     assert await started == Verdict(ConsumeStatus.SUCCESS)
     one = [SimpleNamespace(consume_start_ms=0.0, undecodable=None)]
@@ -130,7 +165,7 @@ async def test_an_async_call_resumed_after_its_first_suspension_ends_as_awaited(
     async def fast(messages: list[ReceivedMessage]) -> ConsumeStatus:
         return ConsumeStatus.SUCCESS
 
-    assert _call(fast).start([], ConsumeContext(None), 0.0) == Verdict(  # type: ignore[arg-type]
+    assert _call(fast).call([], ConsumeContext(None), 0.0) == Verdict(  # type: ignore[arg-type]
         ConsumeStatus.SUCCESS
     )
 

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from producer import Message, Producer
+from producer._remoting.reply import PendingRequests
 from producer.consumer import (
     ConsumeStatus,
     MessageQueue,
@@ -115,6 +116,37 @@ async def test_a_request_nobody_answers_times_out_at_its_timeout(
 
 @pytest.mark.anyio
 @pytest.mark.timeout(60)
+async def test_two_requests_answered_in_reverse_order_each_get_their_own_reply(
+    cluster: DevClusterThread,
+) -> None:
+    """A reply goes to the request with its CORRELATION_ID, not to the oldest waiting."""
+    addr = cluster.namesrv_addr
+    replies: dict[bytes, bytes] = {}
+    async with (
+        Producer("RequesterGroup", addr) as requester,
+        Producer("ReplierProducerGroup", addr) as replier,
+        anyio.create_task_group() as tg,
+    ):
+
+        async def ask(body: bytes) -> None:
+            reply = await requester.request(Message("Nobody", body), timeout_ms=30_000)
+            replies[body] = reply.body
+
+        stored: list[ReceivedMessage] = []
+        for body in (b"first", b"second"):  # the first is the older pending request
+            tg.start_soon(ask, body)
+            with anyio.fail_after(20):
+                while len(cluster.messages("Nobody")) == len(stored):  # noqa: ASYNC110 - the broker's state
+                    await anyio.sleep(0.01)
+            [new] = [m for m in cluster.messages("Nobody") if m.body == body]
+            stored.append(received(new.topic, new.body, dict(new.properties)))
+        for request in reversed(stored):
+            await replier.send_reply(create_reply(request, b"re: " + request.body))
+    assert replies == {b"first": b"re: first", b"second": b"re: second"}
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
 async def test_a_reply_to_a_gone_requester_gets_the_brokers_answer(
     cluster: DevClusterThread,
 ) -> None:
@@ -130,6 +162,20 @@ async def test_a_reply_to_a_gone_requester_gets_the_brokers_answer(
             await replier.send_reply(create_reply(request, b"too late"))
     assert caught.value.code == 1
     assert caught.value.remark == f"push reply message fail, channel of <{gone_id}> not found."
+
+
+def test_pending_requests_settle_by_correlation_id_not_age() -> None:
+    pending: PendingRequests[str] = PendingRequests()
+    pending.add("a", 100.0, "waiter a")
+    pending.add("b", 50.0, "waiter b")
+    pending.add("c", 200.0, "waiter c")
+    assert pending.settle("b") == "waiter b"  # neither the oldest nor ...
+    assert pending.settle("c") == "waiter c"  # ... the one due first
+    assert pending.settle("b") is None and pending.settle("unknown") is None
+    with pytest.raises(ValueError, match="already pending"):
+        pending.add("a", 300.0, "a again")
+    assert len(pending) == 1 and pending.next_deadline() == 100.0
+    assert pending.expired(99.0) == [] and pending.expired(100.0) == [("a", "waiter a")]
 
 
 def test_create_reply_refuses_a_message_that_is_not_a_request() -> None:
