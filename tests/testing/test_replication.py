@@ -12,6 +12,9 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
+from producer._consume.received import decode_pulled
+from producer._remoting.command import RemotingCommand
+from producer._remoting.pop_requests import InitMode, PopParams, parse_pop_response, pop_request
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.requests import heartbeat_request
 from producer._remoting.store_record import decode_records
@@ -452,3 +455,43 @@ async def test_the_promoted_master_checks_transactions_the_slave_never_did(
         assert record.properties["TRANSACTION_CHECK_TIMES"] == "1"  # the first check ever
         assert cluster.transaction_checks("HALF2") == [1]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no tick failed
+
+
+def pop_now(clock: Clock, *, order: bool = False) -> RemotingCommand:
+    params = PopParams(
+        group=GROUP, topic=TOPIC, broker_name="broker-a", max_messages=8,
+        invisible_ms=8000, poll_ms=0, born_ms=clock.ms, init_mode=InitMode.MIN, order=order,
+    )  # fmt: skip
+    return pop_request(params)
+
+
+async def test_a_promoted_5x_master_revives_the_old_masters_pops(clock: Clock) -> None:
+    async with DevCluster(
+        brokers=1, topics={TOPIC: 1}, slaves=1, clock_ms=clock, broker_version="5.x"
+    ) as five:
+        await send(five.broker_addr("broker-a"), 2)
+        popped = parse_pop_response(await request(five.broker_addr("broker-a"), pop_now(clock)))
+        assert len(decode_pulled(popped.body, "broker-a")) == 2
+        five.tick()
+        new_master = await five.promote("broker-a")
+        again = parse_pop_response(await request(new_master, pop_now(clock)))
+        assert not again.found  # the pop offsets came along: nothing popped twice
+        clock.ms += 8000  # the invisible time runs out on the new master
+        five.tick()
+        revived = parse_pop_response(await request(new_master, pop_now(clock)))
+        messages = decode_pulled(revived.body, "broker-a")
+    assert sorted((m.body, m.reconsume_times) for m in messages) == [(b"m0", 1), (b"m1", 1)]
+
+
+async def test_a_promoted_5x_master_keeps_an_orderly_pops_queue_held(clock: Clock) -> None:
+    async with DevCluster(
+        brokers=1, topics={TOPIC: 1}, slaves=1, clock_ms=clock, broker_version="5.x"
+    ) as five:
+        await send(five.broker_addr("broker-a"), 2)
+        first = await request(five.broker_addr("broker-a"), pop_now(clock, order=True))
+        assert len(decode_pulled(parse_pop_response(first).body, "broker-a")) == 2
+        five.tick()
+        new_master = await five.promote("broker-a")
+        await send(new_master, 1, first=2)
+        held = parse_pop_response(await request(new_master, pop_now(clock, order=True)))
+    assert not held.found  # the queue stays held until acked or the invisible time is up
