@@ -31,9 +31,12 @@ each with its own store and server; a :class:`Replica` links them and moves thro
 * ``promote`` (5.x controller mode / DLedger electing the slave): the slave becomes a
   master of the same broker name at its own address - it accepts sends from its copied
   commit-log end, answers END_TRANSACTION and runs the transaction check on the halves it
-  copied. Simpler than 5.x: no epoch or in-sync-replica set (with async copying, what the
-  slave had not copied is lost, as with ``enableElectUncleanMaster``), no election delay,
-  and delayed or timer messages waiting on the old master are not delivered by the new one.
+  copied, and (5.x) takes over the old master's pops in flight (``PopSide.adopt``: they
+  come back after their invisible time). Simpler than 5.x: no epoch or in-sync-replica
+  set (with async copying, what the slave had not copied is lost, as with
+  ``enableElectUncleanMaster``), no election delay, pops adopted as the old master held
+  them (not as copied), and delayed or timer messages waiting on the old master are not
+  delivered by the new one.
 """
 
 from __future__ import annotations
@@ -170,4 +173,6 @@ class Replica:
         self.state = ReplicaState.PROMOTED
         self.slave.role.slave = False
         self.slave.transactions.take_over()
+        if self.slave.pop is not None and self.master.pop is not None:  # 5.x
+            self.slave.pop.adopt(self.master.pop)
         return self.slave

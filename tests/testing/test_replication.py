@@ -1,86 +1,34 @@
 """The dev cluster's replicated groups (``slaves=1``) against raw requests: the slave's
 registration, its copy of the master's log with a lag on the cluster's clock, its answers
 as a 4.9.4 SLAVE (``PullMessageProcessor``, ``nextOffsetCorrection``,
-``SlaveSynchronize``), and ``kill_master`` / ``restart_master`` / ``promote``."""
+``SlaveSynchronize``), ``kill_master`` and ``restart_master``."""
 
 from __future__ import annotations
 
-import json
-import logging
-from collections.abc import AsyncIterator
-
-import anyio
 import pytest
 
 from producer._remoting.request_codes import RequestCode
-from producer._remoting.requests import heartbeat_request
 from producer._remoting.store_record import decode_records
 from producer._response_codes import ResponseCode
-from producer.testing import DevCluster, TransactionConfig
+from producer.testing import DevCluster
 from tests.helpers.clocks import START_MS
-from tests.testing import ha_probe
-from tests.testing.rawclient import RawClient, make_request, send_fields
+from tests.testing.rawclient import RawClient, make_request
+from tests.testing.replication_support import (  # the fixtures: clock, cluster
+    FLAG_COMMIT,
+    FLAG_SUBSCRIPTION,
+    GROUP,
+    TOPIC,
+    Clock,
+    clock_fixture,  # noqa: F401
+    cluster_fixture,  # noqa: F401
+    pull,
+    records,
+    request,
+    route,
+    send,
+)
 
 pytestmark = pytest.mark.anyio
-
-TOPIC = "HaTopic"
-GROUP = f"{TOPIC}G"  # ha_probe.pull's group
-FLAG_COMMIT, FLAG_SUBSCRIPTION = ha_probe.FLAG_COMMIT, ha_probe.FLAG_SUBSCRIPTION
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.ms = START_MS
-
-    def __call__(self) -> int:
-        return self.ms
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def cluster(clock: Clock) -> AsyncIterator[DevCluster]:
-    async with DevCluster(brokers=2, topics={TOPIC: 2}, slaves=1, clock_ms=clock) as cluster:
-        yield cluster
-
-
-def pull(offset: int, *, flag: int = FLAG_SUBSCRIPTION, commit: int = 0) -> object:
-    return ha_probe.pull(TOPIC, offset, flag, commit)
-
-
-async def request(addr: str, command: object) -> object:
-    async with await RawClient.connect(addr) as client:
-        return await client.request(command)  # type: ignore[arg-type]
-
-
-async def send(addr: str, count: int, *, first: int = 0) -> list[str]:
-    ids = []
-    async with await RawClient.connect(addr) as client:
-        for n in range(first, first + count):
-            props = f"UNIQ_KEY\x01HA{n:04d}\x02WAIT\x01true"
-            fields = send_fields(TOPIC, 0, properties=props)
-            answer = await client.request(
-                make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"m%d" % n)
-            )
-            assert answer.code == ResponseCode.SUCCESS, answer
-            ids.append(answer.ext_fields["msgId"])
-    return ids
-
-
-async def route(cluster: DevCluster) -> dict[str, dict[str, str]]:
-    answer = await request(
-        cluster.namesrv_addr, make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
-    )
-    body = json.loads(answer.body)  # type: ignore[attr-defined]
-    return {b["brokerName"]: b["brokerAddrs"] for b in body["brokerDatas"]}
-
-
-def records(answer: object) -> list[tuple[int, int, str, bytes]]:
-    found = decode_records(answer.body)  # type: ignore[attr-defined]
-    return [(r.queue_offset, r.commit_log_offset, r.store_host, r.body) for r in found]
 
 
 async def test_each_group_registers_its_slave_as_broker_id_1(cluster: DevCluster) -> None:
@@ -228,105 +176,6 @@ async def test_restarted_master_returns_to_the_route_and_the_slave_copies_on(
     assert [r[0] for r in records(await request(slave, pull(0)))] == [0, 1, 2]
 
 
-async def test_promote_gives_the_group_a_new_master_address(cluster: DevCluster) -> None:
-    old_master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
-    await send(old_master, 2)
-    cluster.tick()
-    new_master = await cluster.promote("broker-a")
-    assert new_master == slave == cluster.broker_addr("broker-a")
-    assert (await route(cluster))["broker-a"] == {"0": new_master}
-    ids = await send(new_master, 1, first=2)  # a slave refuses sends; the new master stores
-    answer = await request(new_master, pull(0))
-    assert [r[0] for r in records(answer)] == [0, 1, 2]
-    assert ids[0].startswith(new_master_id_prefix(new_master))
-    await cluster.restart_master("broker-a")  # the old master comes back as the slave
-    cluster.tick()
-    assert (await route(cluster))["broker-a"] == {"0": new_master, "1": old_master}
-    assert [r[0] for r in records(await request(old_master, pull(0)))] == [0, 1, 2]
-
-
-def new_master_id_prefix(addr: str) -> str:
-    host, port = addr.split(":")
-    return "".join(f"{int(p):02X}" for p in host.split(".")) + f"{int(port):08X}"
-
-
-async def send_half(addr: str, uniq_key: str) -> dict[str, str]:
-    """A half message of producer group TxG to ``addr``; the END_TRANSACTION (commit)
-    fields that name it."""
-    props = f"TRAN_MSG\x01true\x02PGROUP\x01TxG\x02UNIQ_KEY\x01{uniq_key}\x02WAIT\x01true"
-    fields = {**send_fields(TOPIC, 0, properties=props, sys_flag=4), "a": "TxG"}
-    half = await request(addr, make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"tx"))
-    stored = half.ext_fields  # type: ignore[attr-defined]
-    return {
-        "producerGroup": "TxG",
-        "tranStateTableOffset": stored["queueOffset"],
-        "commitLogOffset": str(int(stored["msgId"][-16:], 16)),
-        "commitOrRollback": "8",
-        "fromTransactionCheck": "false",
-        "msgId": uniq_key,
-    }
-
-
-async def test_promoted_master_ends_a_transaction_begun_on_the_old_one(
-    cluster: DevCluster,
-) -> None:
-    end = await send_half(cluster.broker_addr("broker-a"), "HALF1")
-    cluster.tick()
-    on_slave = await request(
-        cluster.slave_addr("broker-a"), make_request(RequestCode.END_TRANSACTION, end)
-    )
-    assert on_slave.code == ResponseCode.SLAVE_NOT_AVAILABLE  # type: ignore[attr-defined]
-    new_master = await cluster.promote("broker-a")
-    ended = await request(new_master, make_request(RequestCode.END_TRANSACTION, end))
-    assert ended.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
-    assert [m.body for m in cluster.messages(TOPIC)] == [b"tx"]
-    assert cluster.open_transactions() == set()
-
-
-async def test_promoted_master_knows_what_the_old_one_ended(cluster: DevCluster) -> None:
-    master = cluster.broker_addr("broker-a")
-    end = await send_half(master, "HALF3")
-    await send_half(master, "HALF4")
-    await request(master, make_request(RequestCode.END_TRANSACTION, end))  # its op record
-    cluster.tick()
-    await cluster.promote("broker-a")
-    assert cluster.open_transactions() == {"HALF4"}  # the copied op marks HALF3 done
-
-
-async def test_a_5x_slave_rejects_pulls_without_slave_read_enable(clock: Clock) -> None:
-    async with DevCluster(
-        brokers=1, topics={TOPIC: 1}, slaves=1, clock_ms=clock, broker_version="5.x"
-    ) as five:
-        answer = await request(five.slave_addr("broker-a"), pull(0))
-    assert (answer.code, answer.remark) == (  # type: ignore[attr-defined]
-        ResponseCode.SYSTEM_BUSY,
-        "[REJECTREQUEST]system busy, start flow control for a while",
-    )
-
-
-async def test_a_5x_slave_sends_readers_back_while_its_master_lives(clock: Clock) -> None:
-    async with DevCluster(
-        brokers=1,
-        topics={TOPIC: 1},
-        slaves=1,
-        clock_ms=clock,
-        broker_version="5.x",
-        slave_read_enable=True,
-    ) as five:
-        slave = five.slave_addr("broker-a")
-        await send(five.broker_addr("broker-a"), 2)
-        five.tick()
-        found = await request(slave, pull(0, flag=FLAG_SUBSCRIPTION | FLAG_COMMIT, commit=1))
-        assert found.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
-        assert five.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 1}}
-        at_end = await request(slave, pull(2))
-        assert at_end.code == ResponseCode.PULL_RETRY_IMMEDIATELY  # type: ignore[attr-defined]
-        assert at_end.ext_fields["suggestWhichBrokerId"] == "0"  # type: ignore[attr-defined]
-        await five.kill_master("broker-a")
-        alone = await request(slave, pull(2))
-        assert alone.code == ResponseCode.PULL_NOT_FOUND  # type: ignore[attr-defined]
-
-
 async def test_view_message_by_id_reads_the_copied_record_on_the_slave(
     cluster: DevCluster,
 ) -> None:
@@ -423,32 +272,3 @@ async def test_the_first_registration_is_10_s_after_the_slave_starts(
 ) -> None:
     await _offsets_after_a_restart(cluster, clock, 7, 9)  # none from 7 to 9 s
     synced_at(cluster, clock, 10)
-
-
-async def test_the_promoted_master_checks_transactions_the_slave_never_did(
-    clock: Clock, caplog: pytest.LogCaptureFixture
-) -> None:
-    config = TransactionConfig(timeout_ms=1_000, interval_ms=1_000, check_max=3)
-    async with DevCluster(
-        brokers=1, topics={TOPIC: 1}, slaves=1, clock_ms=clock, transactions=config
-    ) as cluster:
-        await send_half(cluster.broker_addr("broker-a"), "HALF2")
-        cluster.tick()
-        await cluster.kill_master("broker-a")
-        async with await RawClient.connect(cluster.slave_addr("broker-a")) as producer:
-            beat = make_request(RequestCode.HEART_BEAT)
-            beat.body = heartbeat_request("tx@1", ["TxG"]).body
-            await producer.request(beat)
-            clock.ms += 5_000  # a slave runs no check round, however long it waits
-            cluster.tick()
-            await cluster.promote("broker-a")  # the same server and connection, now master
-            clock.ms += 1_000
-            cluster.tick()
-            with anyio.fail_after(5):
-                check = await producer.read()
-        assert check.code == RequestCode.CHECK_TRANSACTION_STATE
-        assert check.ext_fields["msgId"] == "HALF2"
-        record = decode_records(check.body)[0]
-        assert record.properties["TRANSACTION_CHECK_TIMES"] == "1"  # the first check ever
-        assert cluster.transaction_checks("HALF2") == [1]
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no tick failed
