@@ -15,7 +15,9 @@ with the real remark (``not_supported``).
   ``_pop.py``; GET_TOPIC_CONFIG (5.x only): ``_pop.py``'s ``topic_config_answer``;
 * END_TRANSACTION: ``_transactions.py``; HEART_BEAT and UNREGISTER_CLIENT: ``_clients.py``;
   QUERY_MESSAGE: ``_query.py``; CHECK_CLIENT_CONFIG (a SQL92 filter): ``_filters.py``;
-  GET_MAX_OFFSET: here.
+  GET_MAX_OFFSET: here;
+* ``mqadmin``'s topic, stats, connection, runtime and view-by-id requests (``ADMIN_CODES``):
+  ``_admin.py``; 5.x's QUERY_ASSIGNMENT and SET_MESSAGE_REQUEST_MODE: ``_assignment.py``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from producer._remoting.request_codes import (
     V4_9_4,
     RequestCode,
 )
+from producer._remoting.route import TopicRouteData
 from producer._remoting.send_header import (
     DEFAULT_REGION,
     HeaderFieldError,
@@ -44,6 +47,7 @@ from producer._remoting.send_header import (
 )
 from producer._response_codes import ResponseCode
 from producer.testing._acl import AccessControl
+from producer.testing._admin import BrokerAdmin
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
@@ -100,7 +104,8 @@ class Broker:
     """One broker's request handler and state (a :class:`~producer.testing._server.RequestHandler`).
 
     ``on_topic_created(broker_name, config)`` is called when a send auto-creates a
-    topic, as a real broker then registers with the name server.
+    topic (or ``mqadmin updateTopic`` creates one), as a real broker then registers with
+    the name server; ``route_of(topic)`` is the name server's route (5.x's assignments).
     """
 
     def __init__(
@@ -119,6 +124,7 @@ class Broker:
         version: int = V4_9_4,
         transactions: TransactionConfig | None = None,
         property_filter: bool = False,
+        route_of: Callable[[str], TopicRouteData | None] = lambda _: None,
     ) -> None:
         self.name = name
         self.version = version  # MQVersion ordinal, in every answer
@@ -171,6 +177,16 @@ class Broker:
             )
             if version >= POP_BROKER_VERSION
             else None
+        )
+        self.admin = BrokerAdmin(
+            self.store,
+            self.consume,
+            broker_name=name,
+            cluster_name=cluster_name,
+            version=version,
+            clock_ms=clock_ms,
+            registered=self._topic_created,
+            route_of=route_of,
         )
         if auto_create_topic:
             self.store.put_topic(
@@ -225,6 +241,9 @@ class Broker:
         elif request.code in POP_CODES and self.pop is not None:  # a 5.x broker
             decision = decider(False)
             response = self.pop.process(request, channel)
+        elif request.code in self.admin.codes:
+            decision = decider(False)
+            response = self.admin.process(request)
         else:
             decision = decider(False)
             response = self.process_other(request, channel)

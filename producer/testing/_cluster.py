@@ -175,7 +175,9 @@ class DevCluster(ClusterView, AsyncLifecycle):
         self._tls = server_tls(tls)
         serving = None if self._tls is None else self._tls.context
         self._advertised_host = _advertised(host)
-        self._namesrv = NameServer(cluster_name=cluster_name)
+        self._namesrv = NameServer(
+            cluster_name=cluster_name, version=BROKER_VERSIONS[self.broker_version]
+        )
         self._namesrv_listener = Listener(
             "namesrv",
             self._namesrv,
@@ -248,6 +250,7 @@ class DevCluster(ClusterView, AsyncLifecycle):
             version=BROKER_VERSIONS[self.broker_version],
             transactions=self._transactions,
             property_filter=self._property_filter,
+            route_of=self._namesrv.route,
         )
 
     def __repr__(self) -> str:

@@ -49,6 +49,11 @@ class RegisteredConsumer:
     model: str
     subscriptions: dict[str, tuple[Subscription, int]] = field(default_factory=dict)
     last_heartbeat_ms: float = 0.0
+    # what GET_CONSUMER_CONNECTION_LIST echoes (ConsumerData, the heartbeat's header)
+    consume_type: str = "CONSUME_PASSIVELY"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    language: str = "JAVA"
+    version: int = 0
 
 
 class ConsumerRegistry:
@@ -188,6 +193,14 @@ class ConsumerOffsets:
 
     def query(self, group: str, topic: str, queue_id: int) -> int | None:
         return self._offsets.get((topic, group, queue_id))
+
+    def topics_of(self, group: str) -> list[str]:
+        """``whichTopicByConsumer``: the topics ``group`` committed offsets in."""
+        return sorted({topic for topic, g, _ in self._offsets if g == group})
+
+    def groups_of(self, topic: str) -> list[str]:
+        """``whichGroupByTopic``: the groups that committed offsets in ``topic``."""
+        return sorted({g for t, g, _ in self._offsets if t == topic})
 
     def snapshot(self) -> dict[str, dict[int, int]]:
         """``consumerOffset.json``'s shape: ``{"topic@group": {queue: offset}}``."""
