@@ -280,10 +280,10 @@ def parse_queue_table(
     try:
         decoded = msgspec.json.decode(quote_legacy_keys(_QUEUE_KEY.sub(as_string_key, body)))
         table = decoded[field]
-    except (msgspec.DecodeError, KeyError, TypeError) as exc:
-        raise RemoteProtocolError(f"not a fastjson queue table: {exc}") from None
-    pairs = []
-    for key, line in table.items():
-        topic, broker, queue_id = key.split(_KEY_SEP)
-        pairs.append((MessageQueue(topic, broker, int(queue_id)), line))
+        pairs = []
+        for key, line in table.items():
+            topic, broker, queue_id = key.split(_KEY_SEP)
+            pairs.append((MessageQueue(topic, broker, int(queue_id)), line))
+    except (msgspec.DecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise RemoteProtocolError(f"not a fastjson queue table: {exc!r}") from None
     return pairs

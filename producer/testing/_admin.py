@@ -2,8 +2,8 @@
 rocketmq-all-4.9.4 and 5.2.0; bodies encoded by :mod:`producer._remoting.admin`).
 
 * UPDATE_AND_CREATE_TOPIC (17): ``TopicValidator.validateTopic`` (blank, characters,
-  length) and ``isSystemTopic`` (the static set, ``rmq_sys_*``, the cluster's and the
-  brokers' names, ``<cluster>_REPLY_TOPIC``) refuse with SYSTEM_ERROR; otherwise the
+  length) and ``isSystemTopic`` (the static set, ``rmq_sys_*``, the cluster's and this
+  broker's names, ``<cluster>_REPLY_TOPIC``) refuse with SYSTEM_ERROR; otherwise the
   config replaces any earlier one and the broker registers it with the name server at
   once (``registerIncrementBrokerData``). SUCCESS keeps the remark a Java response starts
   with, ``not set any response code``, as the real answer has it.
@@ -54,7 +54,7 @@ from producer._remoting.request_codes import (
 from producer._remoting.route import TopicRouteData
 from producer._remoting.send_header import HeaderFieldError
 from producer._remoting.store_record import encode_record
-from producer._remoting.validation import SYSTEM_TOPICS, is_system_topic
+from producer._remoting.validation import is_system_topic
 from producer._response_codes import ResponseCode
 from producer._types.message import MessageQueue
 from producer.testing._assignment import ASSIGNMENT_CODES, Assignments
@@ -168,9 +168,9 @@ class BrokerAdmin:
 
     def _is_system_topic(self, topic: str) -> bool:
         # TopicConfigManager adds the cluster's and the broker's own names and the reply
-        # topic to the validator's set; every broker of one JVM (here: one cluster) shares it.
+        # topic to the validator's (JVM-wide) set: another broker's name is not in it.
         own = {self.cluster_name, self.broker_name, f"{self.cluster_name}_REPLY_TOPIC"}
-        return is_system_topic(topic) or topic in own or topic in SYSTEM_TOPICS
+        return is_system_topic(topic) or topic in own
 
     def _create_topic(self, request: RemotingCommand) -> RemotingCommand:
         try:

@@ -72,11 +72,13 @@ class NameServer:
             self._topics.pop(name, None)
 
     def topics(self) -> list[str]:
-        return sorted(self._topics)
+        """Every routed topic, in registration order (which Java's table keeps within a
+        hash bucket, so the admin answers list colliding names as the real one does)."""
+        return list(self._topics)
 
     def topics_on(self, brokers: list[str]) -> list[str]:
         """The topics with queues on any of ``brokers``."""
-        return sorted(t for t, queues in self._topics.items() if set(queues) & set(brokers))
+        return [t for t, queues in self._topics.items() if set(queues) & set(brokers)]
 
     def broker_names(self) -> list[str]:
         return list(self._brokers)
