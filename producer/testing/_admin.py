@@ -13,7 +13,8 @@ rocketmq-all-4.9.4 and 5.2.0; bodies encoded by :mod:`producer._remoting.admin`)
   write queue; TOPIC_NOT_EXIST ``topic[X] not exist``.
 * GET_CONSUME_STATS (208): per read queue of the topic (or of every topic the group has
   offsets for), skipping topics the group's live consumers do not subscribe; 5.x adds
-  ``pullOffset`` (here the committed offset: pull positions are not tracked).
+  ``pullOffset`` (here the committed offset: pull positions are not tracked), and a pop
+  group's offsets are where its pops committed (``_pop_committed``).
 * GET_CONSUMER_CONNECTION_LIST (203): the group's heartbeats; CONSUMER_NOT_ONLINE.
 * GET_BROKER_RUNTIME_INFO (28): the figures ``clusterList`` and ``brokerStatus`` print;
   rates and thread-pool queues are 0 (not measured), counts and offsets are the store's.
@@ -61,6 +62,7 @@ from producer.testing._assignment import ASSIGNMENT_CODES, Assignments
 from producer.testing._consume_fields import Refused, int_field, need, pulled_record
 from producer.testing._consume_side import ConsumeSide
 from producer.testing._java_order import java_hash_order, queue_hash
+from producer.testing._pop import PopSide
 from producer.testing._send_checks import MAX_MESSAGE_SIZE, SendRefusal, check_topic_name
 from producer.testing._store import BrokerStore, StoredMessage, TopicConfig
 
@@ -103,6 +105,7 @@ class BrokerAdmin:
         clock_ms: Callable[[], int],
         registered: Callable[[TopicConfig], None],
         route_of: Callable[[str], TopicRouteData | None],
+        pop: PopSide | None = None,
     ) -> None:
         self.store = store
         self.consume = consume
@@ -111,6 +114,7 @@ class BrokerAdmin:
         self.version = version
         self._clock_ms = clock_ms
         self._registered = registered
+        self.pop = pop
         self.boot_ms = clock_ms()
         self.assignments = (
             Assignments(consume.registry, route_of) if version >= POP_BROKER_VERSION else None
@@ -218,7 +222,7 @@ class BrokerAdmin:
     def _consume_stats(self, request: RemotingCommand) -> RemotingCommand:
         group = need(request, "consumerGroup")
         topic = request.field("topic")
-        topics = [topic] if topic and topic.strip() else self.consume.offsets.topics_of(group)
+        topics = [topic] if topic and topic.strip() else self._topics_of(group)
         lines: dict[MessageQueue, OffsetWrapper] = {}
         for name in topics:
             config = self.store.topic(name)
@@ -231,13 +235,34 @@ class BrokerAdmin:
         body = consume_stats_body(_hash_ordered(lines, queue_hash))
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
+    def _topics_of(self, group: str) -> list[str]:
+        """``whichTopicByConsumer``: committed offsets, and (5.x) the topics it popped."""
+        popped = [] if self.pop is None else [t for g, t, _ in self.pop.pop_offsets if g == group]
+        return sorted({*self.consume.offsets.topics_of(group), *popped})
+
+    def _pop_committed(self, group: str, topic: str, queue_id: int) -> int | None:
+        """What a 5.x broker's offset table says after pops: ``PopBufferMergeService``
+        commits past a check point once it is acked or revived, an orderly pop past each
+        acked message; so the oldest pending check point's start, or the first message an
+        orderly hold has not acked, else the pop offset (``None``: never popped)."""
+        offset = None if self.pop is None else self.pop.pop_offsets.get((group, topic, queue_id))
+        if self.pop is None or offset is None:
+            return None
+        pending = {offset, self.pop.checkpoints.pending_start(group, topic, queue_id)}
+        lock = self.pop.order_locks.get(group, topic, queue_id)
+        if lock is not None:
+            pending |= set(lock.offsets) - lock.acked
+        return min(p for p in pending if p is not None)
+
     def _subscribed(self, group: str, topic: str) -> bool:
         """A topic counts unless the group's live consumers subscribe others only."""
         members = self.consume.registry.members(group)
         return not members or any(topic in m.subscriptions for m in members)
 
     def _offset_line(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
-        committed = max(0, self.consume.offsets.query(group, topic, queue_id) or 0)
+        stored = self.consume.offsets.query(group, topic, queue_id)
+        popped = self._pop_committed(group, topic, queue_id)
+        committed = max(0, stored or 0, popped or 0)
         return OffsetWrapper(
             broker_offset=self.store.max_offset(topic, queue_id),
             consumer_offset=committed,

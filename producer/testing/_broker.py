@@ -187,6 +187,7 @@ class Broker:
             clock_ms=clock_ms,
             registered=self._topic_created,
             route_of=route_of,
+            pop=self.pop,
         )
         if auto_create_topic:
             self.store.put_topic(

@@ -17,6 +17,13 @@ from producer._remoting.consumer_requests import (
     consumer_heartbeat_request,
 )
 from producer._remoting.frame_encoder import json_dumps
+from producer._remoting.pop_requests import (
+    InitMode,
+    PopParams,
+    ack_request,
+    parse_pop_response,
+    pop_request,
+)
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.route import parse_route_data, quote_legacy_keys
 from producer._remoting.subscription import parse_subscription
@@ -272,3 +279,37 @@ async def test_runtime_info_says_the_version_and_4_9_4s_earliest_time_quirk() ->
         assert table["msgPutTotalTodayNow"] == "1"
         expected = str(stored.store_timestamp) if earliest_known else "-1"
         assert table["earliestMessageTimeStamp"] == expected, version
+
+
+async def test_a_pop_groups_consume_stats_follow_its_acks() -> None:
+    """A 5.x broker's offset table moves as pops' check points are acked (PopBufferMerge-
+    Service), which is what consumerProgress shows for a pop-mode push consumer."""
+    clock = [1_000_000]
+    cluster = DevCluster(
+        brokers=1, broker_version="5.x", topics={"P": 1}, clock_ms=lambda: clock[0]
+    )
+    async with cluster, await RawClient.connect(cluster.broker_addr("broker-a")) as client:
+        for _ in range(3):
+            assert (await client.request(make_request(310, send_fields("P")))).code == 0
+        params = PopParams(GROUP, "P", "broker-a", 2, 60_000, 0, clock[0], 0, InitMode.MIN)
+        pop = make_request(RequestCode.POP_MESSAGE, pop_request(params).ext_fields)
+        popped = parse_pop_response(await client.request(pop))
+        stats = make_request(RequestCode.GET_CONSUME_STATS, {"consumerGroup": GROUP})
+
+        async def consumer_offset() -> tuple[int, int]:
+            stats.opaque += 1000
+            [(_, line)] = parse_queue_table((await client.request(stats)).body)
+            return line["consumerOffset"], line["brokerOffset"]
+
+        assert await consumer_offset() == (0, 3)  # popped 0 and 1, not acked
+        for offset in (1, 0):
+            handle = popped.handle_for("broker-a", 0, offset)
+            ack = make_request(RequestCode.ACK_MESSAGE, ack_request(GROUP, "P", handle).ext_fields)
+            assert (await client.request(ack)).code == ResponseCode.SUCCESS
+        assert await consumer_offset() == (2, 3)
+        pop.opaque += 1000
+        parse_pop_response(await client.request(pop))  # offset 2, never acked
+        assert await consumer_offset() == (2, 3)
+        clock[0] += 60_000
+        cluster.tick()  # revived into the pop retry topic: the check point is done
+        assert await consumer_offset() == (3, 3)
