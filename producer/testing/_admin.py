@@ -18,6 +18,7 @@ rocketmq-all-4.9.4 and 5.2.0; bodies encoded by :mod:`producer._remoting.admin`)
 * GET_CONSUMER_CONNECTION_LIST (203): the group's heartbeats; CONSUMER_NOT_ONLINE.
 * GET_BROKER_RUNTIME_INFO (28): the figures ``clusterList`` and ``brokerStatus`` print;
   rates and thread-pool queues are 0 (not measured), counts and offsets are the store's.
+* GET_MAX_OFFSET (30): a queue's max offset (also what consumers ask);
 * QUERY_TOPIC_CONSUME_BY_WHO (300): the groups consuming a topic (by heartbeat or offset);
 * VIEW_MESSAGE_BY_ID (33): the record at a commit-log offset, else SYSTEM_ERROR
   ``can not find message by the offset, N``;
@@ -78,6 +79,7 @@ ADMIN_CODES = frozenset(
         RequestCode.GET_BROKER_RUNTIME_INFO,
         RequestCode.VIEW_MESSAGE_BY_ID,
         RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+        RequestCode.GET_MAX_OFFSET,
     }
 )
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
@@ -150,6 +152,9 @@ class BrokerAdmin:
             return self._connections(request)
         if code == RequestCode.QUERY_TOPIC_CONSUME_BY_WHO:
             return self._consumed_by(request)
+        if code == RequestCode.GET_MAX_OFFSET:  # getMaxOffset: the queue's, 0 if unknown
+            high = self.store.max_offset(need(request, "topic"), int_field(request, "queueId"))
+            return request.make_response(ResponseCode.SUCCESS, ext_fields={"offset": str(high)})
         if code == RequestCode.GET_BROKER_RUNTIME_INFO:
             figures = dict(self.runtime_figures())
             ordered = _hash_ordered(figures, java_string_hash, capacity=_RUNTIME_TABLE_CAPACITY)

@@ -15,9 +15,8 @@ with the real remark (``not_supported``).
   ``_pop.py``; GET_TOPIC_CONFIG (5.x only): ``_pop.py``'s ``topic_config_answer``;
 * END_TRANSACTION: ``_transactions.py``; HEART_BEAT and UNREGISTER_CLIENT: ``_clients.py``;
   QUERY_MESSAGE: ``_query.py``; CHECK_CLIENT_CONFIG (a SQL92 filter): ``_filters.py``;
-  GET_MAX_OFFSET: here;
-* ``mqadmin``'s topic, stats, connection, runtime and view-by-id requests (``ADMIN_CODES``):
-  ``_admin.py``; 5.x's QUERY_ASSIGNMENT and SET_MESSAGE_REQUEST_MODE: ``_assignment.py``.
+* ``AdminBrokerProcessor``'s (``mqadmin``'s topic, stats, connection, runtime and view-by-id
+  requests, GET_MAX_OFFSET) and 5.x's QUERY_ASSIGNMENT / SET_MESSAGE_REQUEST_MODE: ``_admin.py``.
 """
 
 from __future__ import annotations
@@ -261,8 +260,6 @@ class Broker:
             return answer_heartbeat(request, channel, self.transactions.producers, self.consume)
         if code == RequestCode.UNREGISTER_CLIENT:
             return answer_unregister(request, self.transactions.producers, self.consume)
-        if code == RequestCode.GET_MAX_OFFSET:
-            return self._max_offset(request)
         if code == RequestCode.QUERY_MESSAGE:
             return answer_query_message(self.store, request)
         if code == RequestCode.GET_TOPIC_CONFIG and self.pop is not None:  # 5.x only
@@ -417,15 +414,6 @@ class Broker:
         return [pending_single(header, body, peer, self.cluster_name)]
 
     # -- other requests ------------------------------------------------------------------
-
-    def _max_offset(self, request: RemotingCommand) -> RemotingCommand:
-        topic, queue_id = request.field("topic"), request.field("queueId")
-        if topic is None or queue_id is None or not queue_id.lstrip("-").isdigit():
-            return _system_error(
-                request, f"{_REMOTING_EXCEPTION}: GET_MAX_OFFSET needs topic and a numeric queueId"
-            )
-        offset = self.store.max_offset(topic, int(queue_id))
-        return request.make_response(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
 
 
 def _send_fields(stored: list[StoredMessage], queue_id: int) -> dict[str, str]:
