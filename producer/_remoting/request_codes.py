@@ -42,6 +42,9 @@ class RequestCode(enum.IntEnum):
     UNLOCK_BATCH_MQ = 42
     GET_ALL_CONSUMER_OFFSET = 43
     CHECK_CLIENT_CONFIG = 46
+    PUT_KV_CONFIG = 100  # admin, name server: updateTopic -o true (ORDER_TOPIC_CONFIG)
+    GET_KV_CONFIG = 101
+    DELETE_KV_CONFIG = 102
     GET_ROUTEINFO_BY_TOPIC = 105
     GET_BROKER_CLUSTER_INFO = 106  # admin, name server: clusterList, updateTopic -c
     GET_TOPIC_STATS_INFO = 202  # admin: topicStatus

@@ -41,6 +41,7 @@ class NameServer:
         self.version = version  # which name server's bodies (5.x: enableActingMaster)
         self._brokers: dict[str, str] = {}
         self._topics: dict[str, dict[str, QueueData]] = {}
+        self.kv: dict[tuple[str, str], str] = {}  # KVConfigManager: (namespace, key) -> value
 
     def __repr__(self) -> str:
         return f"NameServer(brokers={list(self._brokers)}, topics={len(self._topics)})"

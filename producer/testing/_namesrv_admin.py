@@ -10,6 +10,10 @@
 * DELETE_TOPIC_IN_NAMESRV (216): with ``clusterName``, the topic's queue data of that
   cluster's brokers (the topic goes when none is left); without, the whole topic.
   Always SUCCESS, as the real one.
+* PUT_KV_CONFIG / GET_KV_CONFIG / DELETE_KV_CONFIG (100-102): ``updateTopic -o true`` keeps
+  the topic's order (``broker-a:4;broker-b:4``) under ``ORDER_TOPIC_CONFIG``. Routes do not
+  carry it: a stock name server adds ``orderTopicConf`` only with ``orderMessageEnable``
+  (default false).
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ if TYPE_CHECKING:
 
 __all__ = ["NAMESRV_ADMIN_CODES", "answer_namesrv_admin"]
 
+KV_CODES = (RequestCode.PUT_KV_CONFIG, RequestCode.GET_KV_CONFIG, RequestCode.DELETE_KV_CONFIG)
 NAMESRV_ADMIN_CODES = frozenset(
     {
         RequestCode.GET_BROKER_CLUSTER_INFO,
         RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
         RequestCode.GET_TOPICS_BY_CLUSTER,
         RequestCode.DELETE_TOPIC_IN_NAMESRV,
+        *KV_CODES,
     }
 )
 _BROKER_TABLE_CAPACITY = 128  # RouteInfoManager: new HashMap<>(128)
@@ -44,6 +50,8 @@ _TOPIC_TABLE_CAPACITY = 1024
 def answer_namesrv_admin(names: NameServer, request: RemotingCommand) -> RemotingCommand:
     """The name server's answer to one of ``NAMESRV_ADMIN_CODES``."""
     code = request.code
+    if code in KV_CODES:
+        return _kv_answer(names.kv, request)
     if code == RequestCode.GET_BROKER_CLUSTER_INFO:
         return request.make_response(ResponseCode.SUCCESS, body=cluster_info(names))
     if code == RequestCode.DELETE_TOPIC_IN_NAMESRV:
@@ -63,6 +71,27 @@ def answer_namesrv_admin(names: NameServer, request: RemotingCommand) -> Remotin
     else:
         topics = names.topics()
     return request.make_response(ResponseCode.SUCCESS, body=topic_list_body(_set_order(topics)))
+
+
+def _kv_answer(kv: dict[tuple[str, str], str], request: RemotingCommand) -> RemotingCommand:
+    """``KVConfigManager``: put (SYSTEM_ERROR ``namespace or key is null``), get
+    (QUERY_NOT_FOUND ``No config item, ...``), delete (always SUCCESS)."""
+    namespace, key = request.field("namespace"), request.field("key")
+    if request.code == RequestCode.PUT_KV_CONFIG:
+        if namespace is None or key is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, remark="namespace or key is null"
+            )
+        kv[(namespace, key)] = request.field("value") or ""
+    elif request.code == RequestCode.DELETE_KV_CONFIG:
+        kv.pop((namespace or "", key or ""), None)
+    else:
+        value = kv.get((namespace or "", key or ""))
+        if value is None:
+            remark = f"No config item, Namespace: {namespace} Key: {key}"
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND, remark=remark)
+        return request.make_response(ResponseCode.SUCCESS, ext_fields={"value": value})
+    return request.make_response(ResponseCode.SUCCESS)
 
 
 def cluster_info(names: NameServer) -> bytes:

@@ -104,6 +104,13 @@ async def test_every_probe_gets_the_recorded_code_and_remark(
         assert (ex.dev.code, ex.dev.remark) == (ex.golden.code, ex.golden.remark), name
 
 
+async def test_the_order_conf_is_kept_as_the_real_name_server_keeps_it(
+    exchanges: dict[str, Exchange],
+) -> None:
+    got = exchanges["kv_get"]
+    assert got.dev.ext_fields == got.golden.ext_fields == {"value": "b:4"}
+
+
 async def test_cluster_info_is_the_real_body_without_the_slaves(
     exchanges: dict[str, Exchange],
 ) -> None:

@@ -19,6 +19,7 @@ GROUP = "AdminProbeGroup"
 CLIENT_ID = "127.0.0.1@admin-probe"
 
 Context = dict[str, str]
+_KV = {"namespace": "ORDER_TOPIC_CONFIG", "key": TOPIC}
 
 
 @dataclass(frozen=True)
@@ -205,5 +206,11 @@ def probes(*, v5: bool = False) -> list[Probe]:
             lambda c: {"topic": TOPIC, "clusterName": c["cluster"]},
         ),
         Probe("namesrv", "route_deleted", code.GET_ROUTEINFO_BY_TOPIC, lambda _: {"topic": TOPIC}),
+        # updateTopic -o true: the order conf kept by the name server (KVConfigManager)
+        Probe("namesrv", "kv_put", code.PUT_KV_CONFIG, lambda _: {**_KV, "value": "b:4"}),
+        Probe("namesrv", "kv_get", code.GET_KV_CONFIG, lambda _: _KV),
+        Probe("namesrv", "kv_delete", code.DELETE_KV_CONFIG, lambda _: _KV),
+        Probe("namesrv", "kv_get_deleted", code.GET_KV_CONFIG, lambda _: _KV),
+        Probe("namesrv", "kv_put_no_key", code.PUT_KV_CONFIG, lambda _: {"namespace": "N"}),
     ]
     return steps
