@@ -196,6 +196,7 @@ class BrokerAdmin:
             header.perm,
             header.topic_sys_flag,
             message_type=attributes.get(_ATTRIBUTE_MESSAGE_TYPE, "NORMAL"),
+            order=header.order,
         )
         self.store.put_topic(config)
         self._registered(config)

@@ -313,3 +313,16 @@ async def test_a_pop_groups_consume_stats_follow_its_acks() -> None:
         clock[0] += 60_000
         cluster.tick()  # revived into the pop retry topic: the check point is done
         assert await consumer_offset() == (3, 3)
+
+
+async def test_a_5x_create_keeps_the_message_type_attribute_and_the_order_flag() -> None:
+    """``mqadmin5 updateTopic -a +message.type=FIFO -o true``: GET_TOPIC_CONFIG shows both."""
+    request = create("Fifo")
+    assert request.ext_fields is not None
+    request.ext_fields.update({"attributes": "+message.type=FIFO", "order": "true"})
+    async with DevCluster(brokers=1, broker_version="5.x") as cluster:
+        addr = cluster.broker_addr("broker-a")
+        assert (await ask(addr, request)).code == ResponseCode.SUCCESS
+        answer = await ask(addr, make_request(RequestCode.GET_TOPIC_CONFIG, {"topic": "Fifo"}))
+    config = json.loads(answer.body)
+    assert (config["attributes"], config["order"]) == ({"message.type": "FIFO"}, True)
