@@ -15,7 +15,9 @@ passes Java's iteration order (``HashMap`` buckets), as the servers' answers hav
 * GET_CONSUME_STATS (208, ``ConsumeStats``): :func:`consume_stats_body`;
 * GET_CONSUMER_CONNECTION_LIST (203, ``ConsumerConnection``): :func:`consumer_connection_body`;
 * GET_BROKER_RUNTIME_INFO (28, ``KVTable``): :func:`kv_table_body`;
-* QUERY_TOPIC_CONSUME_BY_WHO (300, ``GroupList``): :func:`group_list_body`.
+* QUERY_TOPIC_CONSUME_BY_WHO (300, ``GroupList``): :func:`group_list_body`;
+* UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200, ``SubscriptionGroupConfig``):
+  :func:`parse_subscription_group`.
 
 :func:`parse_queue_table` reads a ``MessageQueue``-keyed table back (tests, tools).
 """
@@ -37,6 +39,7 @@ __all__ = [
     "ClientConnection",
     "CreateTopicHeader",
     "OffsetWrapper",
+    "SubscriptionGroup",
     "TopicOffset",
     "cluster_info_body",
     "consume_stats_body",
@@ -46,6 +49,7 @@ __all__ = [
     "kv_table_body",
     "parse_create_topic",
     "parse_queue_table",
+    "parse_subscription_group",
     "topic_list_body",
     "topic_stats_body",
 ]
@@ -287,3 +291,29 @@ def parse_queue_table(
     except (msgspec.DecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise RemoteProtocolError(f"not a fastjson queue table: {exc!r}") from None
     return pairs
+
+
+# -- subscription groups --------------------------------------------------------------------
+
+
+class SubscriptionGroup(msgspec.Struct, frozen=True, rename="camel"):
+    """``SubscriptionGroupConfig``'s fields a broker acts on (others are ignored), with
+    Java's defaults for those a body leaves out."""
+
+    group_name: str
+    consume_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+
+
+_group_decoder = msgspec.json.Decoder(SubscriptionGroup)
+
+
+def parse_subscription_group(body: bytes) -> SubscriptionGroup:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP's body; a malformed one (or one without
+    ``groupName``) raises :class:`RemoteProtocolError`."""
+    try:
+        return _group_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise RemoteProtocolError(f"SubscriptionGroupConfig: {exc}") from None

@@ -47,9 +47,11 @@ class RequestCode(enum.IntEnum):
     DELETE_KV_CONFIG = 102
     GET_ROUTEINFO_BY_TOPIC = 105
     GET_BROKER_CLUSTER_INFO = 106  # admin, name server: clusterList, updateTopic -c
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200  # admin: updateSubGroup
     GET_TOPIC_STATS_INFO = 202  # admin: topicStatus
     GET_CONSUMER_CONNECTION_LIST = 203  # admin: consumerProgress, consumerConnection
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206  # admin, name server: topicList
+    DELETE_SUBSCRIPTIONGROUP = 207  # admin: deleteSubGroup
     GET_CONSUME_STATS = 208  # admin: consumerProgress
     DELETE_TOPIC_IN_BROKER = 215  # admin: deleteTopic
     DELETE_TOPIC_IN_NAMESRV = 216  # admin, name server: deleteTopic

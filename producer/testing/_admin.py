@@ -23,7 +23,8 @@ rocketmq-all-4.9.4 and 5.2.0; bodies encoded by :mod:`producer._remoting.admin`)
 * VIEW_MESSAGE_BY_ID (33): the record at a commit-log offset, else SYSTEM_ERROR
   ``can not find message by the offset, N``;
 * a 5.x broker's QUERY_ASSIGNMENT (400) and SET_MESSAGE_REQUEST_MODE (401):
-  ``_assignment.py`` (a 4.9.4 broker does not know them).
+  ``_assignment.py`` (a 4.9.4 broker does not know them); subscription groups (200, 207):
+  ``_sub_groups.py``.
 
 Maps are written in Java's ``HashMap`` order (``_java_order.py``), as the real answers.
 """
@@ -66,6 +67,7 @@ from producer.testing._java_order import java_hash_order, queue_hash
 from producer.testing._pop import PopSide
 from producer.testing._send_checks import MAX_MESSAGE_SIZE, SendRefusal, check_topic_name
 from producer.testing._store import BrokerStore, StoredMessage, TopicConfig
+from producer.testing._sub_groups import SUB_GROUP_CODES, answer_sub_group
 
 __all__ = ["ADMIN_CODES", "BrokerAdmin"]
 
@@ -122,7 +124,8 @@ class BrokerAdmin:
             Assignments(consume.registry, route_of) if version >= POP_BROKER_VERSION else None
         )
         # the codes this broker answers here (a 4.9.4 one: not the 5.x assignment codes)
-        self.codes = ADMIN_CODES | (ASSIGNMENT_CODES if self.assignments else frozenset())
+        self.codes = ADMIN_CODES | SUB_GROUP_CODES
+        self.codes |= ASSIGNMENT_CODES if self.assignments else frozenset()
 
     def __repr__(self) -> str:
         return f"BrokerAdmin({self.broker_name}, {version_name(self.version)})"
@@ -137,6 +140,8 @@ class BrokerAdmin:
         code = request.code
         if code in ASSIGNMENT_CODES and self.assignments is not None:
             return self.assignments.process(request)
+        if code in SUB_GROUP_CODES:
+            return answer_sub_group(request, self.consume.registry, self.consume.offsets)
         if code == RequestCode.UPDATE_AND_CREATE_TOPIC:
             return self._create_topic(request)
         if code == RequestCode.DELETE_TOPIC_IN_BROKER:

@@ -194,6 +194,11 @@ class ConsumerOffsets:
     def query(self, group: str, topic: str, queue_id: int) -> int | None:
         return self._offsets.get((topic, group, queue_id))
 
+    def remove_group(self, group: str) -> None:
+        """``removeOffset``: forget every offset ``group`` committed."""
+        for key in [k for k in self._offsets if k[1] == group]:
+            del self._offsets[key]
+
     def topics_of(self, group: str) -> list[str]:
         """``whichTopicByConsumer``: the topics ``group`` committed offsets in."""
         return sorted({topic for topic, g, _ in self._offsets if g == group})

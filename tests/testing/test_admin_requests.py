@@ -14,7 +14,9 @@ from producer._remoting.consumer_requests import (
     ConsumeFromWhere,
     ConsumerData,
     MessageModel,
+    PullParams,
     consumer_heartbeat_request,
+    pull_request,
 )
 from producer._remoting.frame_encoder import json_dumps
 from producer._remoting.pop_requests import (
@@ -28,6 +30,7 @@ from producer._remoting.request_codes import RequestCode
 from producer._remoting.route import parse_route_data, quote_legacy_keys
 from producer._remoting.subscription import parse_subscription
 from producer._response_codes import ResponseCode
+from producer._types.message import MessageQueue
 from producer.testing import DevCluster
 from tests.golden.admin.probes import GROUP
 from tests.testing.rawclient import RawClient, make_request, send_fields
@@ -326,3 +329,35 @@ async def test_a_5x_create_keeps_the_message_type_attribute_and_the_order_flag()
         answer = await ask(addr, make_request(RequestCode.GET_TOPIC_CONFIG, {"topic": "Fifo"}))
     config = json.loads(answer.body)
     assert (config["attributes"], config["order"]) == ({"message.type": "FIFO"}, True)
+
+
+def sub_group(**fields: object) -> RemotingCommand:
+    body = {"groupName": GROUP, "retryMaxTimes": 3, "retryQueueNums": 1, **fields}
+    return make_request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=json_dumps(body))
+
+
+async def test_update_sub_group_governs_pulls_and_delete_sub_group_restores_the_defaults() -> None:
+    """``updateSubGroup ... -s false`` (consumeEnable) refuses the group's pulls, as
+    ``PullMessageProcessor`` does; ``deleteSubGroup -r true`` drops it and its offsets."""
+    pull = PullParams(GROUP, MessageQueue("T", "broker-a", 0), 0, 1, 0, 0, 0, suspend=False)
+    async with DevCluster(brokers=1, topics={"T": 1}) as cluster:
+        addr = cluster.broker_addr("broker-a")
+        assert (await ask(addr, sub_group(consumeEnable=False))).code == ResponseCode.SUCCESS
+        refused = await ask(addr, make_request(11, pull_request(pull).ext_fields))
+        assert (refused.code, refused.remark) == (
+            ResponseCode.NO_PERMISSION,
+            f"subscription group no permission, {GROUP}",
+        )
+        fields = {"consumerGroup": GROUP, "topic": "T", "queueId": "0", "commitOffset": "0"}
+        await ask(addr, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+        delete = {"groupName": GROUP, "removeOffset": "true"}
+        assert (await ask(addr, make_request(207, delete))).code == ResponseCode.SUCCESS
+        allowed = await ask(addr, make_request(11, pull_request(pull).ext_fields))
+        stats = await ask(
+            addr, make_request(RequestCode.GET_CONSUME_STATS, {"consumerGroup": GROUP})
+        )
+        bad = await ask(addr, make_request(200, body=b'{"retryMaxTimes":1}'))
+    # the defaults again: past the permission check, to the next one (no heartbeat yet)
+    assert allowed.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+    assert parse_queue_table(stats.body) == []  # its offsets went with it
+    assert bad.code == ResponseCode.SYSTEM_ERROR and "groupName" in (bad.remark or "")

@@ -119,6 +119,26 @@ def _assignment_body(_: Context) -> bytes:
     )
 
 
+def _sub_group(_: Context) -> bytes:
+    return json_dumps(
+        {
+            "brokerId": 0,
+            "consumeBroadcastEnable": True,
+            "consumeEnable": True,
+            "consumeFromMinEnable": True,
+            "groupName": GROUP,
+            "notifyConsumerIdsChangedEnable": True,
+            "retryMaxTimes": 3,
+            "retryQueueNums": 1,
+            "whichBrokerWhenConsumeSlowly": 1,
+        }
+    )
+
+
+def _bad(_: Context) -> bytes:
+    return b"{not json"
+
+
 def probes(*, v5: bool = False) -> list[Probe]:
     """The probes in recording order (the 5.x ones only with ``v5``)."""
     code = RequestCode
@@ -212,5 +232,16 @@ def probes(*, v5: bool = False) -> list[Probe]:
         Probe("namesrv", "kv_delete", code.DELETE_KV_CONFIG, lambda _: _KV),
         Probe("namesrv", "kv_get_deleted", code.GET_KV_CONFIG, lambda _: _KV),
         Probe("namesrv", "kv_put_no_key", code.PUT_KV_CONFIG, lambda _: {"namespace": "N"}),
+        # updateSubGroup / deleteSubGroup (4.9.4 mqadmin's SubscriptionGroupConfig body)
+        Probe(
+            "broker", "sub_group_update", code.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=_sub_group
+        ),
+        Probe("broker", "sub_group_bad_body", code.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=_bad),
+        Probe(
+            "broker",
+            "sub_group_delete",
+            code.DELETE_SUBSCRIPTIONGROUP,
+            lambda _: {"groupName": GROUP, "removeOffset": "true"},
+        ),
     ]
     return steps
