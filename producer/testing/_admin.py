@@ -87,11 +87,11 @@ ADMIN_CODES = frozenset(
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
 _NO_CODE_SET = "not set any response code"  # RemotingCommand.createResponseCommand's remark
 _ATTRIBUTE_MESSAGE_TYPE = "message.type"
-_ZERO_RATE = "0.0  "
+_ZERO_RATE = "0.0  "  # StatsItem's "%.1f  " style figures, as a quiet broker shows them
 # DefaultMessageStore.getRuntimeInfo's HashMap<>(64), which KVTable writes as it iterates.
 _RUNTIME_TABLE_CAPACITY = 64
 K = TypeVar("K")
-V = TypeVar("V")  # StatsItem's "%.1f  " style figures, as a quiet broker shows them
+V = TypeVar("V")
 
 
 class BrokerAdmin:

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from producer._remoting.frame_decoder import decode_frame  # noqa: E402
 from producer._remoting.frame_encoder import encode_frame  # noqa: E402
+from producer._remoting.route import quote_legacy_keys  # noqa: E402
 from tests.golden.admin.probes import Probe, probes  # noqa: E402
 
 _INT32 = struct.Struct(">i")
@@ -66,8 +67,6 @@ def first_master(namesrv: Conn, cluster_probe: Probe) -> tuple[str, str, str]:
 
 
 def _quote_int_keys(text: str) -> str:
-    from producer._remoting.route import quote_legacy_keys
-
     return quote_legacy_keys(text.encode()).decode()
 
 
