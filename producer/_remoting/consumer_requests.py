@@ -87,14 +87,15 @@ class ConsumerData:
             "groupName": self.group,
             "messageModel": self.model.value,
             "subscriptionDataSet": [
-                _subscription_json(s, self.versions.get(s.topic, 0))
+                subscription_json(s, self.versions.get(s.topic, 0))
                 for s in sorted(self.subscriptions, key=lambda s: s.topic)
             ],
             "unitMode": False,
         }
 
 
-def _subscription_json(subscription: Subscription, version: int) -> dict[str, object]:
+def subscription_json(subscription: Subscription, version: int) -> dict[str, object]:
+    """``SubscriptionData`` as fastjson writes it (heartbeats, and a broker's echo of them)."""
     return {
         "classFilterMode": False,
         "codeSet": list(subscription.codes),
@@ -128,7 +129,7 @@ def check_client_config_request(
     body = {
         "clientId": client_id,
         "group": group,
-        "subscriptionData": _subscription_json(subscription, version),
+        "subscriptionData": subscription_json(subscription, version),
     }
     return RemotingCommand(RequestCode.CHECK_CLIENT_CONFIG, body=json_dumps(body))
 

@@ -24,11 +24,13 @@ class RequestCode(enum.IntEnum):
     QUERY_MESSAGE = 12
     QUERY_CONSUMER_OFFSET = 14
     UPDATE_CONSUMER_OFFSET = 15
+    UPDATE_AND_CREATE_TOPIC = 17  # admin (producer._remoting.admin): mqadmin updateTopic
+    GET_BROKER_RUNTIME_INFO = 28  # admin: clusterList's per-broker figures
     SEARCH_OFFSET_BY_TIMESTAMP = 29
     GET_MAX_OFFSET = 30
     GET_MIN_OFFSET = 31
     GET_EARLIEST_MSG_STORETIME = 32
-    VIEW_MESSAGE_BY_ID = 33  # mqadmin queryMsgById
+    VIEW_MESSAGE_BY_ID = 33  # admin: queryMsgById (a commit-log offset)
     HEART_BEAT = 34
     UNREGISTER_CLIENT = 35
     CONSUMER_SEND_MSG_BACK = 36
@@ -40,13 +42,29 @@ class RequestCode(enum.IntEnum):
     UNLOCK_BATCH_MQ = 42
     GET_ALL_CONSUMER_OFFSET = 43
     CHECK_CLIENT_CONFIG = 46
+    PUT_KV_CONFIG = 100  # admin, name server: updateTopic -o true (ORDER_TOPIC_CONFIG)
+    GET_KV_CONFIG = 101
+    DELETE_KV_CONFIG = 102
     GET_ROUTEINFO_BY_TOPIC = 105
-    GET_BROKER_CLUSTER_INFO = 106  # mqadmin clusterList
+    GET_BROKER_CLUSTER_INFO = 106  # admin, name server: clusterList, updateTopic -c
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200  # admin: updateSubGroup
+    GET_TOPIC_STATS_INFO = 202  # admin: topicStatus
+    GET_CONSUMER_CONNECTION_LIST = 203  # admin: consumerProgress, consumerConnection
+    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206  # admin, name server: topicList
+    DELETE_SUBSCRIPTIONGROUP = 207  # admin: deleteSubGroup
+    GET_CONSUME_STATS = 208  # admin: consumerProgress
+    DELETE_TOPIC_IN_BROKER = 215  # admin: deleteTopic
+    DELETE_TOPIC_IN_NAMESRV = 216  # admin, name server: deleteTopic
+    GET_TOPICS_BY_CLUSTER = 224  # admin, name server: topicList -c
+    QUERY_TOPIC_CONSUME_BY_WHO = 300  # admin: the groups queryMsgById reports on
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
     SEND_REPLY_MESSAGE_V2 = 325  # a reply (MSG_TYPE=reply): ReplyMessageProcessor
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326  # broker -> requester: the reply, pushed
     GET_TOPIC_CONFIG = 351  # 5.x: a topic's config, with its message type
+    # 5.x server-side rebalance (producer._remoting.assignment): QueryAssignmentProcessor
+    QUERY_ASSIGNMENT = 400
+    SET_MESSAGE_REQUEST_MODE = 401
     # 5.x pop consumption (producer._remoting.pop_requests)
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051

@@ -105,7 +105,7 @@ def quote_legacy_keys(body: bytes) -> bytes:
 
 def encode_route_data(route: TopicRouteData, *, legacy: bool) -> bytes:
     """The body a 4.9.4 name server sends: legacy fastjson, or standard JSON."""
-    text = _quote_legacy if legacy else _quote_browser_compatible
+    text = quote_legacy if legacy else _quote_browser_compatible
     key = "{}" if legacy else '"{}"'  # legacy fastjson leaves integer keys bare
     brokers = ",".join(
         '{"brokerAddrs":{'
@@ -147,7 +147,7 @@ def _quote_browser_compatible(value: str) -> str:
     return _quote(value, _BROWSER_ESCAPES, lambda code: code < 32 or code >= 127)
 
 
-def _quote_legacy(value: str) -> str:
+def quote_legacy(value: str) -> str:
     """fastjson's default: control chars, DEL..0x9F and U+2028/9 escaped, the rest raw."""
     return _quote(
         value, _SHORT_ESCAPES, lambda code: code < 32 or 127 <= code < 160 or code in _LINE_SEPS

@@ -22,13 +22,13 @@ from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
 from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
-from producer._consume.allocate import allocate_averagely
 from producer._consume.decisions import StartFrom, start_from
 from producer._consume.offsets import OffsetTable
 from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.process_queue import ProcessQueue
 from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
+from producer._remoting.allocate import allocate_averagely
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import ConsumerData, MessageModel
 from producer._remoting.namespace import check_namespace, namespaced_group, wrap

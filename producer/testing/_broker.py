@@ -14,8 +14,9 @@ with the real remark (``not_supported``).
 * pop, ack, batch ack and change-invisible-time (``POP_CODES``, a 5.x broker only):
   ``_pop.py``; GET_TOPIC_CONFIG (5.x only): ``_pop.py``'s ``topic_config_answer``;
 * END_TRANSACTION: ``_transactions.py``; HEART_BEAT and UNREGISTER_CLIENT: ``_clients.py``;
-  QUERY_MESSAGE and VIEW_MESSAGE_BY_ID: ``_query.py``; CHECK_CLIENT_CONFIG (a SQL92
-  filter): ``_filters.py``; GET_MAX_OFFSET: here.
+  QUERY_MESSAGE: ``_query.py``; CHECK_CLIENT_CONFIG (a SQL92 filter): ``_filters.py``;
+* ``AdminBrokerProcessor``'s (``mqadmin``'s topic, stats, connection, runtime and view-by-id
+  requests, GET_MAX_OFFSET) and 5.x's QUERY_ASSIGNMENT / SET_MESSAGE_REQUEST_MODE: ``_admin.py``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from producer._remoting.request_codes import (
     V4_9_4,
     RequestCode,
 )
+from producer._remoting.route import TopicRouteData
 from producer._remoting.send_header import (
     DEFAULT_REGION,
     HeaderFieldError,
@@ -44,13 +46,14 @@ from producer._remoting.send_header import (
 )
 from producer._response_codes import ResponseCode
 from producer.testing._acl import AccessControl
+from producer.testing._admin import BrokerAdmin
 from producer.testing._clients import answer_heartbeat, answer_unregister
 from producer.testing._consume_side import CONSUME_CODES, ConsumeSide
 from producer.testing._faults import FaultDecision
 from producer.testing._filters import check_client_config
 from producer.testing._pop import PopSide
 from producer.testing._pop_acks import topic_config_answer
-from producer.testing._query import answer_query_message, answer_view_message
+from producer.testing._query import answer_query_message
 from producer.testing._replies import ReplyPusher
 from producer.testing._roles import SLAVE_REFUSED, BrokerRole, slave_refusal
 from producer.testing._schedule import SCHEDULE_TOPIC
@@ -101,7 +104,8 @@ class Broker:
     """One broker's request handler and state (a :class:`~producer.testing._server.RequestHandler`).
 
     ``on_topic_created(broker_name, config)`` is called when a send auto-creates a
-    topic, as a real broker then registers with the name server.
+    topic (or ``mqadmin updateTopic`` creates one), as a real broker then registers with
+    the name server; ``route_of(topic)`` is the name server's route (5.x's assignments).
     """
 
     def __init__(
@@ -120,6 +124,7 @@ class Broker:
         version: int = V4_9_4,
         transactions: TransactionConfig | None = None,
         property_filter: bool = False,
+        route_of: Callable[[str], TopicRouteData | None] = lambda _: None,
     ) -> None:
         self.name = name
         self.version = version  # MQVersion ordinal, in every answer
@@ -175,6 +180,17 @@ class Broker:
             )
             if version >= POP_BROKER_VERSION
             else None
+        )
+        self.admin = BrokerAdmin(
+            self.store,
+            self.consume,
+            broker_name=name,
+            cluster_name=cluster_name,
+            version=version,
+            clock_ms=clock_ms,
+            registered=self._topic_created,
+            route_of=route_of,
+            pop=self.pop,
         )
         if auto_create_topic:
             self.store.put_topic(
@@ -240,6 +256,9 @@ class Broker:
         elif request.code in POP_CODES and self.pop is not None:  # a 5.x broker
             decision = decider(False)
             response = self.pop.process(request, channel)
+        elif request.code in self.admin.codes:
+            decision = decider(False)
+            response = self.admin.process(request)
         else:
             decision = decider(False)
             response = self.process_other(request, channel)
@@ -256,12 +275,8 @@ class Broker:
             return answer_heartbeat(request, channel, self.transactions.producers, self.consume)
         if code == RequestCode.UNREGISTER_CLIENT:
             return answer_unregister(request, self.transactions.producers, self.consume)
-        if code == RequestCode.GET_MAX_OFFSET:
-            return self._max_offset(request)
         if code == RequestCode.QUERY_MESSAGE:
             return answer_query_message(self.store, request)
-        if code == RequestCode.VIEW_MESSAGE_BY_ID:
-            return answer_view_message(self.store, request)
         if code == RequestCode.GET_TOPIC_CONFIG and self.pop is not None:  # 5.x only
             return topic_config_answer(request, self.store)
         if code == RequestCode.CHECK_CLIENT_CONFIG:
@@ -414,15 +429,6 @@ class Broker:
         return [pending_single(header, body, peer, self.cluster_name)]
 
     # -- other requests ------------------------------------------------------------------
-
-    def _max_offset(self, request: RemotingCommand) -> RemotingCommand:
-        topic, queue_id = request.field("topic"), request.field("queueId")
-        if topic is None or queue_id is None or not queue_id.lstrip("-").isdigit():
-            return _system_error(
-                request, f"{_REMOTING_EXCEPTION}: GET_MAX_OFFSET needs topic and a numeric queueId"
-            )
-        offset = self.store.max_offset(topic, int(queue_id))
-        return request.make_response(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
 
 
 def _send_fields(stored: list[StoredMessage], queue_id: int) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from producer._remoting.command import RemotingCommand
+from producer._remoting.request_codes import LanguageCode
 from producer._response_codes import ResponseCode
 from producer.testing._consume_side import ConsumeSide
 from producer.testing._producer_channels import ProducerChannels
@@ -39,7 +40,13 @@ def answer_heartbeat(
     groups = [p.get("groupName") for p in heartbeat.producerDataSet]
     producers.heartbeat(heartbeat.clientID, [g for g in groups if isinstance(g, str)], channel)
     if heartbeat.consumerDataSet:
-        consume.heartbeat(heartbeat.clientID, heartbeat.consumerDataSet, channel)
+        consume.heartbeat(
+            heartbeat.clientID,
+            heartbeat.consumerDataSet,
+            channel,
+            language=_language_name(request.language),
+            version=request.version,
+        )
     return request.make_response(ResponseCode.SUCCESS)
 
 
@@ -55,3 +62,11 @@ def answer_unregister(
         consume.unregister(consumer_group, client_id)
     producers.unregister(client_id, request.field("producerGroup") or "")
     return request.make_response(ResponseCode.SUCCESS, ext_fields={})
+
+
+def _language_name(code: int) -> str:
+    """``LanguageCode`` by name, as the broker keeps a client's (unknown: ``OTHER``)."""
+    try:
+        return LanguageCode(code).name
+    except ValueError:
+        return LanguageCode.OTHER.name

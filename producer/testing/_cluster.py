@@ -193,7 +193,9 @@ class DevCluster(HaControl, TopicControl, ClusterView, AsyncLifecycle):
         self._tls = server_tls(tls)
         serving = None if self._tls is None else self._tls.context
         self._advertised_host = _advertised(host)
-        self._namesrv = NameServer(cluster_name=cluster_name)
+        self._namesrv = NameServer(
+            cluster_name=cluster_name, version=BROKER_VERSIONS[self.broker_version]
+        )
         self._namesrv_listener = Listener(
             "namesrv",
             self._namesrv,
@@ -284,6 +286,7 @@ class DevCluster(HaControl, TopicControl, ClusterView, AsyncLifecycle):
             version=BROKER_VERSIONS[self.broker_version],
             transactions=self._transactions,
             property_filter=self._property_filter,
+            route_of=self._namesrv.route,
         )
         broker.role.slave_read_enable = self._slave_read_enable
         broker.role.memory_bytes = self._in_memory_bytes

@@ -40,6 +40,8 @@ class SubscriptionData(msgspec.Struct):
 class ConsumerDataWire(msgspec.Struct, rename={"subscriptions": "subscriptionDataSet"}):
     groupName: str  # noqa: N815 - wire name
     messageModel: str = "CLUSTERING"  # noqa: N815 - wire name
+    consumeType: str = "CONSUME_PASSIVELY"  # noqa: N815 - wire name
+    consumeFromWhere: str = "CONSUME_FROM_LAST_OFFSET"  # noqa: N815 - wire name
     subscriptions: list[SubscriptionData] = []
 
 

@@ -196,8 +196,17 @@ class ConsumeSide:
 
     # -- membership ----------------------------------------------------------------------
 
-    def heartbeat(self, client_id: str, consumers: Sequence[object], channel: Channel) -> None:
-        """Register the heartbeat's consumer groups; notify groups whose membership changed."""
+    def heartbeat(
+        self,
+        client_id: str,
+        consumers: Sequence[object],
+        channel: Channel,
+        *,
+        language: str = "JAVA",
+        version: int = 0,
+    ) -> None:
+        """Register the heartbeat's consumer groups; notify groups whose membership changed.
+        ``language`` and ``version`` are the heartbeat's header's (the connection list)."""
         now = self._clock_ms()
         for raw in consumers:
             try:
@@ -213,6 +222,10 @@ class ConsumeSide:
                 data.messageModel,
                 {s.topic: (registered_subscription(s), s.subVersion) for s in data.subscriptions},
                 now,
+                consume_type=data.consumeType,
+                consume_from_where=data.consumeFromWhere,
+                language=language,
+                version=version,
             )
             if self.registry.register(data.groupName, consumer):
                 self.notify(data.groupName)

@@ -49,6 +49,11 @@ class RegisteredConsumer:
     model: str
     subscriptions: dict[str, tuple[Subscription, int]] = field(default_factory=dict)
     last_heartbeat_ms: float = 0.0
+    # what GET_CONSUMER_CONNECTION_LIST echoes (ConsumerData, the heartbeat's header)
+    consume_type: str = "CONSUME_PASSIVELY"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    language: str = "JAVA"
+    version: int = 0
 
 
 class ConsumerRegistry:
@@ -192,6 +197,19 @@ class ConsumerOffsets:
     def put_all(self, other: ConsumerOffsets) -> None:
         """``getOffsetTable().putAll``: ``other``'s entries overwrite these; the rest stay."""
         self._offsets.update(other._offsets)
+
+    def remove_group(self, group: str) -> None:
+        """``removeOffset``: forget every offset ``group`` committed."""
+        for key in [k for k in self._offsets if k[1] == group]:
+            del self._offsets[key]
+
+    def topics_of(self, group: str) -> list[str]:
+        """``whichTopicByConsumer``: the topics ``group`` committed offsets in."""
+        return sorted({topic for topic, g, _ in self._offsets if g == group})
+
+    def groups_of(self, topic: str) -> list[str]:
+        """``whichGroupByTopic``: the groups that committed offsets in ``topic``."""
+        return sorted({g for t, g, _ in self._offsets if t == topic})
 
     def snapshot(self) -> dict[str, dict[int, int]]:
         """``consumerOffset.json``'s shape: ``{"topic@group": {queue: offset}}``."""

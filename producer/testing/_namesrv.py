@@ -17,7 +17,7 @@ from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_payload
 from producer._remoting.frame_encoder import encode_frame
-from producer._remoting.request_codes import PROTOCOL_VERSION, RequestCode
+from producer._remoting.request_codes import PROTOCOL_VERSION, V4_9_4, RequestCode
 from producer._remoting.route import (
     MASTER_ID,
     BrokerData,
@@ -28,6 +28,7 @@ from producer._remoting.route import (
 from producer._response_codes import ResponseCode
 from producer.testing._broker import not_supported
 from producer.testing._java_order import java_hash_order
+from producer.testing._namesrv_admin import NAMESRV_ADMIN_CODES, answer_namesrv_admin
 from producer.testing._server import Channel, Decider, Reply
 from producer.testing._store import TopicConfig
 
@@ -37,12 +38,15 @@ _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 
 class NameServer:
-    """Route tables and the GET_ROUTEINFO_BY_TOPIC handler."""
+    """Route tables, the GET_ROUTEINFO_BY_TOPIC handler and ``mqadmin``'s requests
+    (``_namesrv_admin.py``)."""
 
-    def __init__(self, *, cluster_name: str = "DefaultCluster") -> None:
+    def __init__(self, *, cluster_name: str = "DefaultCluster", version: int = V4_9_4) -> None:
         self.cluster_name = cluster_name
+        self.version = version  # which name server's bodies (5.x: enableActingMaster)
         self._brokers: dict[str, dict[int, str]] = {}  # name -> broker id -> address
         self._topics: dict[str, dict[str, QueueData]] = {}
+        self.kv: dict[tuple[str, str], str] = {}  # KVConfigManager: (namespace, key) -> value
 
     def __repr__(self) -> str:
         return f"NameServer(brokers={list(self._brokers)}, topics={len(self._topics)})"
@@ -72,12 +76,44 @@ class NameServer:
             topic_sys_flag=config.topic_sys_flag,
         )
 
-    def delete_topic(self, name: str) -> None:
-        """Forget ``name`` (``mqadmin deleteTopic``: DELETE_TOPIC_IN_NAMESRV)."""
-        self._topics.pop(name, None)
+    def delete_topic(self, name: str, *, cluster: str | None = None) -> None:
+        """Forget ``name`` (``mqadmin deleteTopic``: DELETE_TOPIC_IN_NAMESRV): on the
+        brokers of ``cluster`` only when given (the topic goes once none is left)."""
+        if cluster is None:
+            self._topics.pop(name, None)
+            return
+        queues = self._topics.get(name, {})
+        for broker in self.cluster_members(cluster):
+            queues.pop(broker, None)
+        if not queues:
+            self._topics.pop(name, None)
 
     def topics(self) -> list[str]:
-        return sorted(self._topics)
+        """Every routed topic, in registration order (which Java's table keeps within a
+        hash bucket, so the admin answers list colliding names as the real one does)."""
+        return list(self._topics)
+
+    def topics_on(self, brokers: list[str]) -> list[str]:
+        """The topics with queues on any of ``brokers``."""
+        return [t for t, queues in self._topics.items() if set(queues) & set(brokers)]
+
+    def broker_names(self) -> list[str]:
+        return list(self._brokers)
+
+    def cluster_names(self) -> list[str]:
+        return [self.cluster_name] if self._brokers else []
+
+    def cluster_members(self, cluster: str) -> list[str]:
+        """The broker names registered in ``cluster``."""
+        return list(self._brokers) if cluster == self.cluster_name else []
+
+    def broker_data(self, name: str) -> BrokerData:
+        """A registered broker group: its cluster and every broker id's address."""
+        return BrokerData(
+            cluster=self.cluster_name,
+            broker_name=name,
+            broker_addrs=self.broker_addrs(name),
+        )
 
     # -- routes --------------------------------------------------------------------------
 
@@ -95,14 +131,7 @@ class NameServer:
             return None
         return TopicRouteData(
             queue_datas=[queues[name] for name in names],
-            broker_datas=[
-                BrokerData(
-                    cluster=self.cluster_name,
-                    broker_name=name,
-                    broker_addrs=self.broker_addrs(name),
-                )
-                for name in names
-            ],
+            broker_datas=[self.broker_data(name) for name in names],
         )
 
     # -- RequestHandler ------------------------------------------------------------------
@@ -114,29 +143,13 @@ class NameServer:
         decision = decider(False)
         if request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
             response = self.route_response(request)
-        elif request.code == RequestCode.GET_BROKER_CLUSTER_INFO:
-            response = request.make_response(ResponseCode.SUCCESS, body=self.cluster_info())
+        elif request.code in NAMESRV_ADMIN_CODES:
+            response = answer_namesrv_admin(self, request)
         else:
             response = not_supported(request)
         if request.is_oneway:
             return None
         return Reply(encode_frame(response), decision.delay)
-
-    def cluster_info(self) -> bytes:
-        """GET_BROKER_CLUSTER_INFO's ``ClusterInfo`` body (``mqadmin clusterList``), in
-        4.9.4's legacy fastjson (bare integer keys), as recorded from a real name server."""
-        names = java_hash_order(list(self._brokers), java_string_hash)
-        table = ",".join(
-            f'"{name}":{{"brokerAddrs":{{'
-            + ",".join(f'{i}:"{a}"' for i, a in self.broker_addrs(name).items())
-            + f'}},"brokerName":"{name}","cluster":"{self.cluster_name}"}}'
-            for name in names
-        )
-        members = ",".join(f'"{name}"' for name in names)
-        return (
-            f'{{"brokerAddrTable":{{{table}}},'
-            f'"clusterAddrTable":{{"{self.cluster_name}":[{members}]}}}}'
-        ).encode()
 
     def route_response(self, request: RemotingCommand) -> RemotingCommand:
         topic = request.field("topic")

@@ -108,7 +108,9 @@ class PopSide:
         self.broker_name = broker_name
         self.checkpoints = CheckPoints()
         self.order_locks = OrderLocks()
-        self._offsets: dict[tuple[str, str, int], int] = {}
+        # (group, topic, queue) -> the next offset a pop reads (the real broker's
+        # PopBufferMergeService latest offset)
+        self.pop_offsets: dict[tuple[str, str, int], int] = {}
         self._clock_ms = clock_ms
         self._rng = rng
         self._put = put
@@ -218,9 +220,9 @@ class PopSide:
         ``retry_of``: the topic asked for, when ``topic`` is its pop retry topic."""
         retry = retry_of is not None
         key = (group, topic, qid)
-        offset = self._offsets.get(key)
+        offset = self.pop_offsets.get(key)
         if offset is None:
-            offset = self._offsets[key] = self._init_offset(topic, qid, init)
+            offset = self.pop_offsets[key] = self._init_offset(topic, qid, init)
         offset = max(offset, self.store.min_offset(topic, qid))
         found: list[StoredMessage] = []
         scanned = 0
@@ -229,7 +231,7 @@ class PopSide:
                 scanned += 1
                 if sub.matches(message.tags):
                     found.append(message)
-        self._offsets[key] = offset + scanned
+        self.pop_offsets[key] = offset + scanned
         popped.rest += self.store.max_offset(topic, qid) - offset - scanned
         if not found:
             return
@@ -267,12 +269,12 @@ class PopSide:
         message not acked, each counted."""
         lock = self.order_locks.get(group, topic, qid)
         key = (group, topic, qid)
-        if key not in self._offsets:
-            self._offsets[key] = self._init_offset(topic, qid, init)
+        if key not in self.pop_offsets:
+            self.pop_offsets[key] = self._init_offset(topic, qid, init)
         if lock is not None and not lock.acked.issuperset(lock.offsets):
             start = min(set(lock.offsets) - lock.acked)
         else:
-            start = self._offsets[key]
+            start = self.pop_offsets[key]
         popped.rest += self.store.max_offset(topic, qid) - start
         if wanted <= 0 or (lock is not None and lock.is_held(now)):
             return
@@ -281,7 +283,7 @@ class PopSide:
             return
         offsets = [m.queue_offset for m in found]
         before = self.order_locks.lock(group, topic, qid, OrderLock(now, invisible, offsets))
-        self._offsets[key] = max(self._offsets[key], offsets[-1] + 1)
+        self.pop_offsets[key] = max(self.pop_offsets[key], offsets[-1] + 1)
         popped.rest -= len(found)
         popped.start_info.append(f"0 {qid} {start}")
         popped.msg_info.append(f"0 {qid} " + ",".join(map(str, offsets)))

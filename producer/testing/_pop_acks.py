@@ -167,7 +167,7 @@ def topic_config_answer(request: RemotingCommand, store: BrokerStore) -> Remotin
         )
     body = {
         "attributes": {"message.type": config.message_type},
-        "order": False,
+        "order": config.order,
         "perm": config.perm,
         "readQueueNums": config.read_queue_nums,
         "topicFilterType": "SINGLE_TAG",

@@ -82,6 +82,16 @@ class CheckPoints:
                 return True
         return False
 
+    def pending_start(self, group: str, topic: str, queue_id: int) -> int | None:
+        """The start offset of the queue's oldest check point not yet done, if any."""
+        starts = [
+            ck.start_offset
+            for key, cks in self._cks.items()
+            if key[:3] == (group, topic, queue_id)
+            for ck in cks
+        ]
+        return min(starts, default=None)
+
     def due(self, now_ms: int) -> list[CheckPoint]:
         """Check points whose invisible time ran out, removed (the caller revives them)."""
         found: list[CheckPoint] = []

@@ -1,5 +1,5 @@
-"""QUERY_MESSAGE (12), as ``QueryMessageProcessor.queryMessage`` of 4.9.4 and 5.x answers it,
-and VIEW_MESSAGE_BY_ID (33, ``viewMessageById``).
+"""QUERY_MESSAGE (12), as ``QueryMessageProcessor.queryMessage`` of 4.9.4 and 5.x answers it
+(VIEW_MESSAGE_BY_ID, 33, is ``_admin.py``'s).
 
 The real broker looks ``topic#key`` up in its index (``IndexService``): every stored
 message is indexed by its UNIQ_KEY and by each of its KEYS, but for a rolled-back
@@ -21,7 +21,7 @@ from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import pulled_record
 from producer.testing._store import BrokerStore, StoredMessage
 
-__all__ = ["answer_query_message", "answer_view_message"]
+__all__ = ["answer_query_message"]
 
 _NOT_FOUND = "can not find message, maybe time range not correct"
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
@@ -49,20 +49,6 @@ def answer_query_message(store: BrokerStore, request: RemotingCommand) -> Remoti
         )
     body = b"".join(encode_record(pulled_record(m)) for m in hits[:max_num])
     return request.make_response(ResponseCode.SUCCESS, ext_fields=fields, body=body)
-
-
-def answer_view_message(store: BrokerStore, request: RemotingCommand) -> RemotingCommand:
-    """VIEW_MESSAGE_BY_ID (33, ``viewMessageById``): the record at a commit-log offset, as
-    stored (a slave holds its master's records: same offsets, the master's store host)."""
-    offset = request.field("offset")
-    if offset is None or not offset.lstrip("-").isdigit():
-        remark = f"{_REMOTING_EXCEPTION}: the custom field <offset> is null"
-        return request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark)
-    message = store.message_at(int(offset))
-    if message is None:
-        remark = f"can not find message by the offset, {offset}"
-        return request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark)
-    return request.make_response(ResponseCode.SUCCESS, body=encode_record(pulled_record(message)))
 
 
 def _indexed_as(message: StoredMessage, key: str) -> bool:

@@ -64,6 +64,7 @@ class TopicConfig:
     perm: int = PERM_READ | PERM_WRITE
     topic_sys_flag: int = 0
     message_type: str = "NORMAL"  # 5.x's ``message.type`` attribute (FIFO, DELAY, ...)
+    order: bool = False  # ``updateTopic -o true``'s flag (kept and shown, not enforced)
 
     @property
     def queue_id_limit(self) -> int:
@@ -80,7 +81,8 @@ class TopicConfig:
         return (
             f"TopicConfig [topicName={self.name}, readQueueNums={self.read_queue_nums}, "
             f"writeQueueNums={self.write_queue_nums}, perm={perm}, "
-            f"topicFilterType=SINGLE_TAG, topicSysFlag={self.topic_sys_flag}, order=false]"
+            f"topicFilterType=SINGLE_TAG, topicSysFlag={self.topic_sys_flag}, "
+            f"order={str(self.order).lower()}]"
         )
 
 

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from producer._consume.allocate import allocate_averagely
 from producer._consume.decisions import (
     ConsumeStatus,
     FlowLimits,
@@ -25,6 +24,7 @@ from producer._consume.offsets import OffsetTable
 from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
 from producer._consume.process_queue import ProcessQueue
 from producer._consume.received import ReceivedMessage
+from producer._remoting.allocate import allocate_averagely
 from producer._remoting.consumer_requests import ConsumeFromWhere
 from producer._remoting.delay_levels import parse_delay_levels
 from producer._types.message import MessageQueue

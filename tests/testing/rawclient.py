@@ -66,6 +66,16 @@ class RawClient:
         assert response.opaque == command.opaque, (response, command)
         return response
 
+    async def answer(self, command: RemotingCommand) -> RemotingCommand:
+        """Like :meth:`request`, skipping the requests the server starts meanwhile (e.g.
+        NOTIFY_CONSUMER_IDS_CHANGED after a heartbeat)."""
+        await self.send(command)
+        while True:
+            response = await self.read()
+            if response.is_response:
+                assert response.opaque == command.opaque, (response, command)
+                return response
+
     async def at_eof(self) -> bool:
         """True when the server closed the connection (reads what is left first)."""
         data = await self.reader.read()

@@ -1,4 +1,8 @@
-"""Queue allocation among a group's consumers (``AllocateMessageQueueAveragely``)."""
+"""Queue allocation among a group's consumers (``AllocateMessageQueueAveragely``).
+
+In the remoting core because both sides run it: a 4.x client rebalancing itself, and a
+5.x broker answering QUERY_ASSIGNMENT for a client that does not (the dev cluster's
+``_assignment.py``)."""
 
 from __future__ import annotations
 
