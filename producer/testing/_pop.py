@@ -207,7 +207,7 @@ class PopSide:
         (written to the revive topic in the commit log, so copied with it), the orderly
         locks and the pop offsets (synced with the consumer offsets). Here all as the old
         master held them at its death, without the copy's lag."""
-        self._offsets.update(other._offsets)
+        self.pop_offsets.update(other.pop_offsets)
         self.checkpoints.adopt(other.checkpoints)
         self.order_locks.adopt(other.order_locks)
 
