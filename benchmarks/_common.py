@@ -2,7 +2,7 @@
 
 The result file (``result.json``) has a stable shape, versioned by ``schema``::
 
-    {"schema": 1, "benchmark": "throughput", "command": "python -m benchmarks...",
+    {"schema": 1, "benchmark": "throughput", "command": ".venv/bin/python -m benchmarks...",
      "argv": [...], "timestamp": "2025-01-01T12:00:00+00:00", "duration_s": 61.2,
      "machine": {...}, "config": {...}, "results": {...},
      "targets": [{"name", "value", "op", "threshold", "met", "note"}], "plots": ["x.png"]}
@@ -317,7 +317,7 @@ def write_result(
     document = {
         "schema": SCHEMA_VERSION,
         "benchmark": name,
-        "command": f"python -m benchmarks.{name} {shlex.join(argv)}".strip(),
+        "command": f".venv/bin/python -m benchmarks.{name} {shlex.join(argv)}".strip(),
         "argv": list(argv),
         "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "duration_s": round(time.monotonic() - started, 1),

@@ -80,15 +80,13 @@ clock lives outside the package, in the source tree's `benchmarks/routing_sim.py
 
 from __future__ import annotations
 
+from . import _policy, _router
 from ._adaptive import AdaptiveRouter
 from ._classic import Classic5Router, Classic49Router, OffRouter
 from ._health import AdaptiveConfig, BrokerHealth, BrokerState
 from ._keyed import java_string_hash
-from ._policy import JAVA_4_9, JAVA_5, FaultPolicy, WindowRule
+from ._policy import FaultPolicy, WindowRule
 from ._router import (
-    MIN_PART,
-    ROUTER_NAMES,
-    RUN_BUDGET,
     Router,
     choose_queue,
     make_router,
@@ -96,6 +94,21 @@ from ._router import (
 )
 from ._snapshot import EmptySnapshotError, PublishSnapshot, QueueLike, RoundRobinIndex
 from ._tracker import FaultItem, FaultTracker
+
+JAVA_4_9 = _policy.JAVA_4_9
+"""Java 4.9.4's fault policy (``MQFaultStrategy``, ``routing="classic_4_9"``): a failed
+send, counted as 30,000 ms of latency, bans its broker for 600,000 ms (10 min)."""
+JAVA_5 = _policy.JAVA_5
+"""Java 5.3's fault policy (``routing="classic_5"``): a failed send, counted as
+10,000 ms of latency, bans its broker for 10,000 ms."""
+MIN_PART = _router.MIN_PART
+"""The fewest messages :func:`spread_batch` puts in a part while a group has fewer than
+this many per queue (a small group goes to a few queues, not as requests of one or two)."""
+ROUTER_NAMES = _router.ROUTER_NAMES
+"""The names :func:`make_router` takes, spelled as the producer's ``routing=`` option."""
+RUN_BUDGET = _router.RUN_BUDGET
+"""Messages in one run of a burst, shared by the queues (``RUN_BUDGET // queues`` each):
+see :func:`spread_batch`."""
 
 __all__ = [
     # what the producer needs

@@ -3,8 +3,9 @@
 The public surface is re-exported here; modules whose names start with ``_`` are private.
 """
 
+from producer import _producer
 from producer._lifecycle import LifecycleState
-from producer._producer import Producer, ProducerState
+from producer._producer import Producer
 from producer._remoting.acl import Credentials
 from producer._response_codes import SendStatus
 from producer._send.future import SendFuture
@@ -17,6 +18,10 @@ from producer._types.transaction_state import TransactionState
 from producer.errors import AttemptOutcome, AttemptRecord, Fate, ProducerError
 
 __version__ = "0.1.0"
+"""The package's version (``python -m producer --version`` says it too)."""
+ProducerState = _producer.ProducerState
+"""A producer's lifecycle states: :class:`LifecycleState`, under the name producer code
+knows it by."""
 
 __all__ = [
     # the producer and its settings

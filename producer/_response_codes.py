@@ -23,10 +23,13 @@ class SendStatus(enum.Enum):
 
     @property
     def is_ok(self) -> bool:
+        """Whether the message was stored and flushed as the broker was asked (``SEND_OK``);
+        the other statuses stored it too, with a flush or replica that did not finish."""
         return self is SendStatus.SEND_OK
 
     @property
     def response_code(self) -> ResponseCode:
+        """The broker response code this status stands for (``SEND_OK`` is ``SUCCESS``)."""
         return _CODE_BY_STATUS[self]
 
 

@@ -1,5 +1,5 @@
 """Every public name has a docstring: each name a public module exports (``__all__``), and
-every public method and property its classes define, as the API reference
+every public method and property its classes define (enums' too), as the API reference
 (``python docs/api_reference.py``, README "API reference") shows them. A method that overrides a
 documented one (a ``Router`` protocol method, a PySpark ``DataSource`` hook) inherits its
 docstring, as pdoc shows it.
@@ -7,6 +7,7 @@ docstring, as pdoc shows it.
 
 from __future__ import annotations
 
+import ast
 import enum
 import importlib
 import importlib.util
@@ -41,8 +42,8 @@ def _is_api(value: Any) -> bool:
 
 
 def _undocumented_members(cls: type) -> Iterator[str]:
-    if issubclass(cls, enum.Enum):
-        return
+    """Public methods and properties without a docstring, enums' included (their members
+    are values, not API, and are skipped as such)."""
     for name, value in vars(cls).items():
         if name.startswith("_") or not _is_api(value) or _documented(value):
             continue
@@ -58,6 +59,35 @@ def _own_doc(obj: Any) -> bool:
     return bool(doc)
 
 
+def _pdoc_documented_values(module: Any) -> set[str]:
+    """Module-level names pdoc shows a docstring for, read from the module's own source as
+    pdoc reads it: an assignment (or a bare annotation) with ``#:`` comment lines right
+    above it or on its line, or a string right after it. A name imported from elsewhere
+    has none there (pdoc does not follow it to its home)."""
+    source = inspect.getsource(module)
+    lines = source.splitlines()
+    body = ast.parse(source).body
+    found: set[str] = set()
+    for i, node in enumerate(body):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if not names:
+            continue
+        after = body[i + 1] if i + 1 < len(body) else None
+        docstring = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+        above = lines[node.lineno - 2].lstrip() if node.lineno > 1 else ""
+        if docstring or above.startswith("#:") or "#:" in lines[node.lineno - 1]:
+            found.update(names)
+    return found
+
+
+def _is_value(name: str, obj: Any) -> bool:
+    """A constant or an alias: what pdoc shows as a variable (a class under another name too)."""
+    if inspect.ismodule(obj) or inspect.isfunction(obj):
+        return False
+    return not inspect.isclass(obj) or obj.__name__ != name
+
+
 def undocumented() -> list[str]:
     """Every public name of the reference's modules without a docstring."""
     missing: set[str] = set()
@@ -65,8 +95,11 @@ def undocumented() -> list[str]:
         module = importlib.import_module(module_name)
         if not (module.__doc__ or "").strip():
             missing.add(module_name)
+        values = _pdoc_documented_values(module)
         for name in module.__all__:
             obj = getattr(module, name)
+            if _is_value(name, obj) and name not in values:
+                missing.add(f"{module_name}.{name}")
             if (inspect.isclass(obj) or inspect.isfunction(obj)) and not _own_doc(obj):
                 missing.add(f"{module_name}.{name}")
             if inspect.isclass(obj):
@@ -104,5 +137,15 @@ def test_the_check_sees_a_missing_docstring() -> None:
         def size(self) -> int:
             return 0
 
+    class Colour(enum.Enum):
+        """An enum."""
+
+        RED = "red"  # a member: a value, not API
+
+        @property
+        def warm(self) -> bool:
+            return self is Colour.RED
+
     assert list(_undocumented_members(Documented)) == []
     assert sorted(n.rsplit(".", 1)[1] for n in _undocumented_members(Bare)) == ["other", "size"]
+    assert [n.rsplit(".", 1)[1] for n in _undocumented_members(Colour)] == ["warm"]

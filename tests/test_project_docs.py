@@ -167,7 +167,24 @@ def test_every_relative_link_in_the_docs_exists() -> None:
 
 def test_the_readme_lists_every_example_and_only_real_ones() -> None:
     text = (ROOT / "README.md").read_text()
-    named = set(re.findall(r"python -m examples\.(\w+)", text))
+    named = set(re.findall(r"python -m examples\.(\w+)", text))  # .venv/bin/python -m ...
     named |= set(re.findall(r"examples/(test_\w+)\.py", text))
     on_disk = {p.stem for p in (ROOT / "examples").glob("*.py") if p.stem != "__init__"}
     assert named == on_disk
+
+
+BARE_PYTHON = re.compile(r"(?<![\w./-])python\s+(?:-m\s|docs/|examples/|benchmarks/)")
+
+
+def test_every_command_in_the_docs_runs_without_an_activated_venv() -> None:
+    """The set-up makes ``.venv`` and never activates it, so a bare ``python`` is not the
+    one with this package: every command the docs give says ``.venv/bin/python`` (issue 46)."""
+    docs = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), ROOT / "producer/testing/README.md"]
+    bare = [
+        f"{doc.relative_to(ROOT)}: {match.group(0)!r}"
+        for doc in docs
+        for match in BARE_PYTHON.finditer(doc.read_text())
+    ]
+    assert bare == []
+    assert BARE_PYTHON.search("run `python -m producer demo`")  # the rule sees one
+    assert not BARE_PYTHON.search("`.venv/bin/python -m producer demo`; python3 -m venv .venv")

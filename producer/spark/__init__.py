@@ -24,13 +24,19 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         'pip install "rocketmq-aio-producer[spark]"'
     ) from exc
 
+from producer.spark import _queue_read, _rows
 from producer.spark._partition import RowSendError
 from producer.spark._publish import publish, retry_failed
-from producer.spark._queue_read import READ_COLUMNS
 from producer.spark._render import plot_over_time, render_report
 from producer.spark._report import LatencyReport, latency_report
-from producer.spark._rows import RESULT_COLUMNS
 from producer.spark._source import RocketMQDataSource, register
+
+READ_COLUMNS = _queue_read.READ_COLUMNS
+"""The columns of ``spark.read.format("rocketmq")``, as ``(name, Spark type)`` pairs in
+order (README "Reading topics into Spark")."""
+RESULT_COLUMNS = _rows.RESULT_COLUMNS
+"""The columns of :func:`publish`'s result rows, as ``(name, Spark type)`` pairs in order:
+one row per input row (README "Spark")."""
 
 __all__ = [
     "READ_COLUMNS",

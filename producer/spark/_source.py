@@ -25,6 +25,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from producer.errors import InvalidOptionError
 from producer.spark._queue_read import (
     READ_DDL,
     QueueSlice,
@@ -69,6 +70,15 @@ class RocketMQDataSource(DataSource):
         return StreamReader(read_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """``mode("append")`` only: a topic is appended to and never emptied, so Overwrite is
+        refused, as Spark's Kafka sink refuses it. (Kafka's sink also takes Spark's default,
+        ErrorIfExists, as an append; Spark refuses that mode to every Python data source
+        before asking it, so a write here says ``.mode("append")``.)"""
+        if overwrite:
+            raise InvalidOptionError(
+                "the rocketmq sink cannot overwrite a topic (messages are only appended): "
+                'write with .mode("append")'
+            )
         return BatchWriter(write_options(self.options, schema))
 
     def streamWriter(  # noqa: N802 - Spark's name

@@ -20,13 +20,19 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from producer._remoting.delay_levels import DEFAULT_DELAY_LEVELS
     from producer.testing._acl import Account
-    from producer.testing._cluster import BROKER_VERSIONS, DevCluster, parse_topics
+    from producer.testing._cluster import DevCluster, parse_topics
     from producer.testing._faults import FaultSpec, FaultSpecError
     from producer.testing._store import StoredMessage, TopicConfig
     from producer.testing._thread import DevClusterThread
     from producer.testing._transaction_config import TransactionConfig
+
+BROKER_VERSIONS: dict[str, int]
+"""``DevCluster(broker_version=...)``'s choices and the version code each answers with:
+``"4.9.4"`` (the default) or ``"5.x"`` (5.x's timer and pop; producer/testing/README.md)."""
+DEFAULT_DELAY_LEVELS: str
+"""The brokers' ``messageDelayLevel`` (``"1s 5s 10s 30s 1m ... 2h"``), as a real broker's
+default; ``DevCluster(delay_levels=...)`` takes another."""
 
 # Imported on first use: the pytest plugin (this package's, loaded on every pytest start
 # of every user) must not pay for the whole dev cluster until a test asks for it.

@@ -32,7 +32,7 @@ def run_benchmark(name: str, options: str, out: Path, timeout: float = 50) -> di
     document: dict[str, Any] = json.loads((out / "result.json").read_text())
     assert document["schema"] == 1
     assert document["benchmark"] == name
-    assert document["command"] == f"python -m benchmarks.{name} {shlex.join(argv)}"
+    assert document["command"] == f".venv/bin/python -m benchmarks.{name} {shlex.join(argv)}"
     assert document["machine"]["cpus"] >= 1 and document["timestamp"]
     for plot in document["plots"]:
         assert (out / plot).stat().st_size > 1000
