@@ -20,7 +20,7 @@ from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
 from producer._consume.received import ReceivedMessage
-from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
+from producer._lifecycle import AsyncLifecycle, LifecycleState
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.command import RemotingCommand
@@ -140,7 +140,6 @@ class Producer(AsyncLifecycle):
         self.router = make_router(options.routing, self._rng)
         self._limiter = options.in_flight_limiter()
         self._tracker = SendTracker()
-        self.state = LifecycleState.NEW
         self._running: Running | None = None  # built by start(), kept after aclose()
         self._telemetry = Telemetry(self.group)
         #: Serves requests brokers start on our connections (a TransactionProducer's
@@ -174,7 +173,7 @@ class Producer(AsyncLifecycle):
         self._clock = self._given_clock or LoopClock(runtime.loop_time)
         connector = self._connector or runtime.connector(ssl=self._tls, handler=self._serve_peer)
         self._running = await start_running(self._parts(), runtime, connector, self._clock)
-        self.state = LifecycleState.RUNNING
+        self._now_running()
         self._requests = RequestReply(
             self._running,
             group=self.group,
@@ -214,13 +213,10 @@ class Producer(AsyncLifecycle):
     async def aclose(self) -> None:
         """Stop taking sends, let in-flight ones finish within ``close_timeout_ms``, cancel the
         rest (their futures fail with ProducerClosedError), unregister, close connections."""
-        if self.state in ENDED:
+        # on the wrong loop _open raises, before anything is closed
+        running = self._open() if self.state is LifecycleState.RUNNING else None
+        if not self._close_begins() or running is None:  # closed already, or never started
             return
-        if self.state is LifecycleState.NEW:
-            self.state = LifecycleState.CLOSED
-            return
-        running = self._open()  # running: on the wrong loop this raises
-        self.state = LifecycleState.CLOSING
         with anyio.move_on_after(self.options.close_timeout_ms / 1000.0):
             await self._limiter.wait_idle()  # in-flight sends finish, or are cancelled below
         if self._trace is not None:  # the traces of what was sent, before the pool closes
@@ -229,7 +225,7 @@ class Producer(AsyncLifecycle):
         if self._requests is not None:  # requests awaiting a reply fail, none is left
             self._requests.close()
         cancelled = await running.stop(self.options.close_timeout_ms)
-        self.state = LifecycleState.CLOSED
+        self._now_closed()
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled
 

@@ -158,3 +158,39 @@ async def test_closing_waits_for_the_outstanding_work_once_counted() -> None:
         assert not idle and work.count == 1  # one still running
         work.leave()
     assert idle and work.count == 0
+
+
+class _Toy(AsyncLifecycle):
+    """A client whose start waits once, moved by the lifecycle as every client is."""
+
+    _kind = "toy"
+
+    async def start(self) -> None:
+        self._refuse_start()
+        await anyio.lowlevel.checkpoint()
+        self._now_running()
+
+    async def aclose(self) -> None:
+        if self._close_begins():
+            self._now_closed()
+
+
+async def test_the_state_moves_only_along_the_diagrams_arrows() -> None:
+    toy = _Toy()
+    assert toy.state is LifecycleState.NEW
+    async with toy:
+        assert toy.state is LifecycleState.RUNNING
+        with pytest.raises(LocalProtocolError, match="cannot go from running to running"):
+            toy._now_running()
+    assert toy.state is LifecycleState.CLOSED
+    late = _Toy()
+
+    async def starting() -> None:
+        with pytest.raises(LocalProtocolError, match="cannot go from closed to running"):
+            await late.start()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(starting)
+        await anyio.lowlevel.checkpoint()  # the start runs up to its wait
+        await late.aclose()  # not started yet: closed at once
+    assert late.state is LifecycleState.CLOSED  # not running after its close

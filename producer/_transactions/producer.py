@@ -136,7 +136,6 @@ class TransactionProducer(AsyncLifecycle):
         self._open_halves: dict[str, SendResult] = {}  # two-step halves not ended yet
         self._announced: set[str] = set()
         self._tg: TaskGroup | None = None
-        self.state = LifecycleState.NEW
         self.checks = CheckServer(
             producer.group,
             check,
@@ -173,7 +172,7 @@ class TransactionProducer(AsyncLifecycle):
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self.checks.start(self._tg)
-        self.state = LifecycleState.RUNNING
+        self._now_running()
         for topic in self.topics:
             await self._announce_topic(topic)
 
@@ -182,9 +181,8 @@ class TransactionProducer(AsyncLifecycle):
         let running ``execute`` calls end and answer queued checks; then close the
         producer. Checks left unanswered and two-step halves left open are the broker's to
         ask about again (T7): nothing waits for them."""
-        if self.state in ENDED:
+        if not self._close_begins():
             return
-        self.state = LifecycleState.CLOSING
         budget_ms = self.producer.options.close_timeout_ms
         with anyio.move_on_after(budget_ms / 1000.0):
             await self._executing.wait_idle()
@@ -199,7 +197,7 @@ class TransactionProducer(AsyncLifecycle):
             self._tg.cancel_scope.cancel()
             await self._tg.__aexit__(None, None, None)
         await self.producer.aclose()
-        self.state = LifecycleState.CLOSED
+        self._now_closed()
 
     # -- one step ------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from typing import Protocol
 from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
 from producer._consume.received import ReceivedMessage
-from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
+from producer._lifecycle import AsyncLifecycle
 from producer._remoting.acl import Credentials
 from producer._remoting.consumer_requests import PullStatus
 from producer._remoting.properties import KEYS, RESERVED_PROPERTY_NAMES, RETRY_TOPIC, TAGS
@@ -127,7 +127,6 @@ class DeadLetterQueue(AsyncLifecycle):
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
-        self.state = LifecycleState.NEW
 
     def __repr__(self) -> str:
         return f"DeadLetterQueue({self.topic!r}, {self.state.value})"
@@ -138,17 +137,16 @@ class DeadLetterQueue(AsyncLifecycle):
         runtime = current_runtime()
         clock = self._clock = self._clock or LoopClock(runtime.loop_time)
         self._pool, self._api = await open_api(runtime, self._who, clock, self._rng)
-        self.state = LifecycleState.RUNNING
+        self._now_running()
 
     async def aclose(self) -> None:
         """Close the connections; ``async with`` calls it."""
-        if self.state in ENDED:
+        if not self._close_begins():
             return
-        self.state = LifecycleState.CLOSING
         pool, self._pool, self._api = self._pool, None, None
         if pool is not None:
             await pool.__aexit__(None, None, None)
-        self.state = LifecycleState.CLOSED
+        self._now_closed()
 
     @staticmethod
     def is_redrive_mark(properties: Mapping[str, str]) -> bool:

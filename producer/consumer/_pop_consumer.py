@@ -30,7 +30,6 @@ from producer._consume.decisions import ConsumeStatus
 from producer._consume.pop import PoppedMessage
 from producer._consume.pop_retry import PopAction, PopStep, pop_step
 from producer._lifecycle import (
-    ENDED,
     AsyncLifecycle,
     LifecycleState,
     Outstanding,
@@ -110,7 +109,6 @@ class PopConsumer(AsyncLifecycle):
         self._in_flight = Outstanding()
         self._cached = 0
         self._room = anyio.Event()
-        self.state = LifecycleState.NEW
         self._ack_pending: list[PoppedMessage] = []
         self._ack_round: anyio.Event | None = None
         self.stats = {
@@ -145,7 +143,7 @@ class PopConsumer(AsyncLifecycle):
             raise
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self.state = LifecycleState.RUNNING
+        self._now_running()
         self._tg.start_soon(self._pop_loop, self._tg)
 
     async def wait_idle(self) -> None:
@@ -155,22 +153,19 @@ class PopConsumer(AsyncLifecycle):
     async def aclose(self) -> None:
         """Stop popping, let batches in flight settle (up to ``close_timeout_ms``), close.
         Messages popped and not settled come back once their invisible time runs out."""
-        if self.state in ENDED:
+        if not self._close_begins():
             return
-        self.state = LifecycleState.CLOSING
         tg, self._tg = self._tg, None
+        cancelled = None
         if tg is not None:
             with anyio.move_on_after(self.close_timeout_ms / 1000.0, shield=True):
                 await self.wait_idle()
             tg.cancel_scope.cancel()
             cancelled = await exit_noting_cancel(tg)
-            await self.pop.aclose()
-            self.state = LifecycleState.CLOSED
-            if cancelled is not None:
-                raise cancelled
-        else:
-            await self.pop.aclose()
-            self.state = LifecycleState.CLOSED
+        await self.pop.aclose()
+        self._now_closed()
+        if cancelled is not None:
+            raise cancelled
 
     # -- the loop ------------------------------------------------------------------------
 

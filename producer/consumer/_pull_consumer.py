@@ -29,7 +29,7 @@ from anyio.abc import TaskGroup
 from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
 from producer._consume.received import ReceivedMessage
-from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
+from producer._lifecycle import ENDED, AsyncLifecycle, exit_noting_cancel
 from producer._remoting.acl import Credentials
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.namespace import unwrap, wrap
@@ -122,7 +122,6 @@ class PullConsumer(AsyncLifecycle):
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
-        self.state = LifecycleState.NEW
         self._positions: dict[MessageQueue, int | None] = {}
         self._subscriptions: dict[str, Subscription] = {}
         self._buffer = PullBuffer()  # for ``async for``; and what commit() stores
@@ -151,14 +150,13 @@ class PullConsumer(AsyncLifecycle):
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._heartbeat.run)
-        self.state = LifecycleState.RUNNING
+        self._now_running()
 
     async def aclose(self) -> None:
         """Unregister from the brokers and close the connections; nothing is committed
         (call :meth:`commit` first)."""
-        if self.state in ENDED:
+        if not self._close_begins():
             return
-        self.state = LifecycleState.CLOSING
         pool, self._pool, api, self._api = self._pool, None, self._api, None
         tg, self._tg = self._tg, None
         cancelled = None
@@ -170,7 +168,7 @@ class PullConsumer(AsyncLifecycle):
                 await api.unregister(self._who.connect_timeout_ms)
         if pool is not None:
             cancelled = await exit_noting_cancel(pool) or cancelled
-        self.state = LifecycleState.CLOSED
+        self._now_closed()
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled
 

@@ -26,7 +26,7 @@ from producer._consume.decisions import StartFrom, start_from
 from producer._consume.offsets import OffsetTable
 from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.process_queue import ProcessQueue
-from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, exit_noting_cancel
+from producer._lifecycle import AsyncLifecycle, LifecycleState, exit_noting_cancel
 from producer._remoting.acl import Credentials, signer_for
 from producer._remoting.allocate import allocate_averagely
 from producer._remoting.command import RemotingCommand
@@ -144,7 +144,6 @@ class PushConsumer(AsyncLifecycle):
         self._workers: dict[MessageQueue, QueueWorker] = {}
         self._starting: list[QueueWorker] = []  # taken, pulling after the next heartbeat
         self.offsets = OffsetTable()
-        self.state = LifecycleState.NEW
         self._rebalance_wanted = anyio.Event()
         self._routes = RouteWatch(group)
         self._running: Running | None = None  # built by start(), kept after aclose()
@@ -204,7 +203,7 @@ class PushConsumer(AsyncLifecycle):
             )
         r = self._running = await self._open(self.listener)
         r.api.on_new_replicas = lambda addrs: r.api.heartbeat(self._consumer_data(), addrs)
-        self.state = LifecycleState.RUNNING
+        self._now_running()
         try:
             await r.store.open()  # a damaged local offsets file fails here, loudly
         except BaseException:
@@ -446,13 +445,9 @@ class PushConsumer(AsyncLifecycle):
     async def aclose(self) -> None:
         """Stop pulling, finish batches in flight (up to ``close_timeout_ms``), commit
         offsets (waiting for the broker's answer), unregister, close connections."""
-        if self.state in ENDED:
-            return
         r = self._running
-        if r is None:  # never started: NEW
-            self.state = LifecycleState.CLOSED
+        if not self._close_begins() or r is None:  # closed already, or never started
             return
-        self.state = LifecycleState.CLOSING
         for worker in self._workers.values():
             worker.stop()
         timeout_s = self.options.close_timeout_ms / 1000.0
@@ -471,6 +466,6 @@ class PushConsumer(AsyncLifecycle):
         cancelled = await exit_noting_cancel(r.tg)
         cancelled = await exit_noting_cancel(r.pool) or cancelled
         self._workers.clear()
-        self.state = LifecycleState.CLOSED
+        self._now_closed()
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled

@@ -34,7 +34,7 @@ from producer._consume.pop import (
     decide,
     popped_messages,
 )
-from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState
+from producer._lifecycle import ENDED, AsyncLifecycle
 from producer._remoting.acl import Credentials
 from producer._remoting.pop_batch_ack import batch_ack_request
 from producer._remoting.pop_requests import (
@@ -134,7 +134,6 @@ class SimpleConsumer(AsyncLifecycle):
         self._rng = rng or random.Random()
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
-        self.state = LifecycleState.NEW
         self._subscriptions: dict[str, str] = {}
         self._versions: dict[str, int] = {}
         self._normal_topics: set[tuple[str, str]] = set()  # (broker address, topic) not FIFO
@@ -153,18 +152,17 @@ class SimpleConsumer(AsyncLifecycle):
         runtime = current_runtime()
         self._clock = self._clock_option or LoopClock(runtime.loop_time)
         self._pool, self._api = await open_api(runtime, self._who, self._clock, self._rng)
-        self.state = LifecycleState.RUNNING
+        self._now_running()
 
     async def aclose(self) -> None:
         """Close the connections. Messages received and not acked come back to the group
         once their invisible time runs out."""
-        if self.state in ENDED:
+        if not self._close_begins():
             return
-        self.state = LifecycleState.CLOSING
         pool, self._pool, self._api = self._pool, None, None
         if pool is not None:
             await pool.__aexit__(None, None, None)
-        self.state = LifecycleState.CLOSED
+        self._now_closed()
 
     # -- subscriptions -------------------------------------------------------------------
 

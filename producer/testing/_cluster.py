@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from producer._lifecycle import AsyncLifecycle
+from producer._lifecycle import AsyncContext
 from producer._remoting.delay_levels import (
     DEFAULT_DELAY_LEVELS,
     parse_delay_levels,
@@ -88,7 +88,7 @@ def _advertised(host: str) -> str:
     return host
 
 
-class DevCluster(HaControl, TopicControl, ClusterView, AsyncLifecycle):
+class DevCluster(HaControl, TopicControl, ClusterView, AsyncContext):
     """A RocketMQ name server and ``brokers`` brokers speaking the 4.9.4 remoting protocol.
 
     ::
