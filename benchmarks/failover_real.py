@@ -1,18 +1,18 @@
 """A master SIGKILLed under a push consumer with a backlog, on a real cluster with slaves
 (docs/consuming.md 8.4): how long the group's reads pause, and whether all are read.
 
-    REFMQ_SLAVES=1 ../shared/refmq/start.sh --clean 2        # the kit's 4.9.4 with slaves
-    ../shared/refmq/mqadmin.sh updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t Fo1 -r 4 -w 4
+    # a real 4.9.4: two groups, each an ASYNC_MASTER and a SLAVE, name server 127.0.0.1:9876
+    mqadmin updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t Fo1 -r 4 -w 4
     sleep 11                                                  # the slave copies topic configs
     python -m benchmarks.failover_real --namesrv 127.0.0.1:9876 --topic Fo1 \\
-        --pid-file "$REFMQ_HOME/494/run/broker-a.pid"
+        --pid-file BROKER_A_MASTER.pid
 
 It sends ``--count`` messages, waits 3 s (the slaves catch up), then a new group reads from the
 first offset 4 at a time, 10 ms per message, holding at most 8 messages per queue (so the
 backlog stays on the broker); after ``--kill-after`` reads it SIGKILLs the pid in
 ``--pid-file`` (broker-a's master) and reports the longest pause in broker-a's reads from
 then on. ``benchmarks/java/SlowConsumer.java`` is the same consumer written for the official
-Java client (``javac.sh 494`` / ``java_client.sh 494 SlowConsumer``), to run beside it.
+Java client (compile it against the 4.9.4 client jars), to run beside it.
 """
 
 from __future__ import annotations
