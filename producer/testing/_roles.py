@@ -65,19 +65,39 @@ def physical_memory_share() -> int:
 _SENDS = frozenset(
     {RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE}
 )
+# AdminBrokerProcessor.validateSlave (4.9.4 and 5.x): topic and subscription-group writes
+_ADMIN_WRITES = frozenset(
+    {
+        RequestCode.UPDATE_AND_CREATE_TOPIC,
+        RequestCode.DELETE_TOPIC_IN_BROKER,
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+        RequestCode.DELETE_SUBSCRIPTIONGROUP,
+    }
+)
+_ADMIN_WRITE_REMARK = (
+    "Can't modify topic or subscription group from slave broker, "
+    "please execute it from master broker."
+)
 #: What a slave refuses (it has no ``msgCheck`` failure to report first here: checked
-#: against a real 4.9.4 slave, tests/golden/ha_slave_494).
-SLAVE_REFUSED = _SENDS | {RequestCode.END_TRANSACTION, RequestCode.CONSUMER_SEND_MSG_BACK}
+#: against a real 4.9.4 slave, tests/golden/ha_slave_494; the admin writes as a real
+#: 4.9.4 slave answered ``mqadmin deleteTopic -c``).
+SLAVE_REFUSED = (
+    _SENDS
+    | {RequestCode.END_TRANSACTION, RequestCode.CONSUMER_SEND_MSG_BACK}
+    | _ADMIN_WRITES
+)
 
 
 def slave_refusal(request: RemotingCommand, region: str) -> RemotingCommand:
-    """A slave's answer to a put (send, send-back) or an END_TRANSACTION."""
+    """A slave's answer to a put (send, send-back), an END_TRANSACTION or an admin write."""
     if request.code in _SENDS:
         trace = {"MSG_REGION": region, "TRACE_ON": "true"}
         remark = _SLAVE_PUT_REMARK.format(disk="CL:  0.24 CQ:  0.24 INDEX:  0.24")
         return request.make_response(
             ResponseCode.SERVICE_NOT_AVAILABLE, ext_fields=trace, remark=remark
         )
+    if request.code in _ADMIN_WRITES:
+        return request.make_response(ResponseCode.SYSTEM_ERROR, remark=_ADMIN_WRITE_REMARK)
     if request.code == RequestCode.END_TRANSACTION:
         # createResponseCommand's default remark: the processor sets none
         return request.make_response(

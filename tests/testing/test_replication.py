@@ -13,6 +13,7 @@ from producer._response_codes import ResponseCode
 from producer.testing import DevCluster
 from tests.helpers.clocks import START_MS
 from tests.testing.rawclient import RawClient, make_request
+from tests.testing.test_admin_requests import create
 from tests.testing.replication_support import (  # the fixtures: clock, cluster
     FLAG_COMMIT,
     FLAG_SUBSCRIPTION,
@@ -272,3 +273,26 @@ async def test_the_first_registration_is_10_s_after_the_slave_starts(
 ) -> None:
     await _offsets_after_a_restart(cluster, clock, 7, 9)  # none from 7 to 9 s
     synced_at(cluster, clock, 10)
+
+
+async def test_a_slave_refuses_topic_and_group_writes_as_validate_slave_does(
+    cluster: DevCluster,
+) -> None:
+    """``mqadmin deleteTopic -c`` on a real 4.9.4 with slaves sends the delete to the slaves
+    too, and each answers SYSTEM_ERROR with ``AdminBrokerProcessor.validateSlave``'s remark;
+    the master still takes the write."""
+    slave, master = cluster.slave_addr("broker-a"), cluster.broker_addr("broker-a")
+    writes = [
+        create("MadeOnSlave"),
+        make_request(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": TOPIC}),
+        make_request(RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": GROUP}),
+    ]
+    for write in writes:
+        answer = await request(slave, write)
+        assert (answer.code, answer.remark) == (  # type: ignore[attr-defined]
+            ResponseCode.SYSTEM_ERROR,
+            "Can't modify topic or subscription group from slave broker, "
+            "please execute it from master broker.",
+        )
+    made = await request(master, create("MadeOnMaster"))
+    assert made.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
