@@ -82,9 +82,7 @@ _ADMIN_WRITE_REMARK = (
 #: against a real 4.9.4 slave, tests/golden/ha_slave_494; the admin writes as a real
 #: 4.9.4 slave answered ``mqadmin deleteTopic -c``).
 SLAVE_REFUSED = (
-    _SENDS
-    | {RequestCode.END_TRANSACTION, RequestCode.CONSUMER_SEND_MSG_BACK}
-    | _ADMIN_WRITES
+    _SENDS | {RequestCode.END_TRANSACTION, RequestCode.CONSUMER_SEND_MSG_BACK} | _ADMIN_WRITES
 )
 
 

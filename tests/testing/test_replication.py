@@ -13,7 +13,6 @@ from producer._response_codes import ResponseCode
 from producer.testing import DevCluster
 from tests.helpers.clocks import START_MS
 from tests.testing.rawclient import RawClient, make_request
-from tests.testing.test_admin_requests import create
 from tests.testing.replication_support import (  # the fixtures: clock, cluster
     FLAG_COMMIT,
     FLAG_SUBSCRIPTION,
@@ -28,6 +27,7 @@ from tests.testing.replication_support import (  # the fixtures: clock, cluster
     route,
     send,
 )
+from tests.testing.test_admin_requests import create
 
 pytestmark = pytest.mark.anyio
 
