@@ -246,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--victim", nargs=3, metavar=("NAMESRV", "GROUP", "MS"), help=argparse.SUPPRESS
     )
-    parser.add_argument("--backlog", type=int, default=20_000)
+    parser.add_argument("--backlog", type=int, help="messages drained (20000; --quick: 2000)")
+    parser.add_argument("--quick", action="store_true", help="a short run (under a minute)")
     parser.add_argument("--body", type=int, default=1024)
     parser.add_argument("--queues", type=int, default=4)
     parser.add_argument("--batches", type=lambda t: [int(x) for x in t.split(",")], default=[1, 32])
@@ -257,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         "--victim-ms", type=float, default=5.0, help="the victim's time per message"
     )
     args = parser.parse_args(argv)
+    args.backlog = args.backlog or (2_000 if args.quick else 20_000)
     if args.victim:
         namesrv, group, ms = args.victim
         asyncio.run(victim(namesrv, group, float(ms)))

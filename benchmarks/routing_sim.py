@@ -260,6 +260,10 @@ def standard_scenarios() -> list[Scenario]:
     ]
 
 
+#: ``--quick``'s scenarios: the healthy baseline and the two the README's headline cites.
+QUICK_SCENARIOS = ("healthy_jitter", "slow_400ms", "hung")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.routing_sim",
@@ -269,9 +273,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "seed", nargs="?", type=int, default=0, help="seed of every draw (default 0)"
     )
-    seed: int = parser.parse_args(argv).seed
+    parser.add_argument(
+        "--quick", action="store_true", help=f"only {', '.join(QUICK_SCENARIOS)} (a few s)"
+    )
+    args = parser.parse_args(argv)
+    seed: int = args.seed
     print(TABLE_HEADER)
     for scenario in standard_scenarios():
+        if args.quick and scenario.name not in QUICK_SCENARIOS:
+            continue
         for name in ROUTER_NAMES:
             report = simulate(scenario, name, seed)
             print(report.row(scenario.focus, scenario.episode_ms))

@@ -49,7 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.send_cost", description=__doc__)
     parser.add_argument("--namesrv", help="a running sink's name server (default: start one)")
     parser.add_argument("--concurrency", type=common.int_list, default=[1, 4, 16])
-    parser.add_argument("--sends", type=common.positive_int, default=20_000, help="per window")
+    parser.add_argument(
+        "--sends", type=common.positive_int, help="per window (20000; --quick: 5000)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a short run: fewer sends, A/B in 2 rounds"
+    )
     parser.add_argument(
         "--blaster-s", type=common.positive_float, default=1.5, help="blaster window, s"
     )
@@ -60,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--ab", nargs=2, metavar=("TREE_A", "TREE_B"), help="A/B two trees")
-    parser.add_argument("--rounds", type=common.positive_int, default=5, help="A/B rounds")
+    parser.add_argument("--rounds", type=common.positive_int, help="A/B rounds (5; --quick: 2)")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     return parser
 
@@ -278,6 +283,8 @@ def ab(args: argparse.Namespace, namesrv: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.sends = args.sends or (5_000 if args.quick else 20_000)
+    args.rounds = args.rounds or (2 if args.quick else 5)
     if args.namesrv:
         return _run(args, args.namesrv)
     with ClusterProcess(brokers=1, topics={TOPIC: 4}, sink=True) as cluster:

@@ -45,8 +45,11 @@ _INT32 = struct.Struct(">i")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.send_floor", description=__doc__)
-    parser.add_argument("--sends", type=common.positive_int, default=20_000, help="per window")
-    parser.add_argument("--windows", type=common.positive_int, default=2, help="per side")
+    parser.add_argument(
+        "--sends", type=common.positive_int, help="per window (20000; --quick: 5000)"
+    )
+    parser.add_argument("--windows", type=common.positive_int, help="per side (2; --quick: 1)")
+    parser.add_argument("--quick", action="store_true", help="a short run (under a minute)")
     parser.add_argument("--body", type=common.positive_int, default=1024)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     return parser
@@ -167,6 +170,8 @@ async def measure(namesrv: str, args: argparse.Namespace) -> dict[str, list[floa
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.sends = args.sends or (5_000 if args.quick else 20_000)
+    args.windows = args.windows or (1 if args.quick else 2)
     with ClusterProcess(brokers=1, topics={TOPIC: 4}, sink=True) as cluster:
         result = common.run(lambda: measure(cluster.namesrv, args), args.loop)
     print(f"client CPU us per send, one at a time, {args.windows} window(s) of {args.sends}")

@@ -69,6 +69,7 @@ from producer.errors import (
     InvalidOptionError,
     LocalProtocolError,
     PopUnsupportedError,
+    TransportError,
 )
 
 __all__ = ["SimpleConsumer"]
@@ -192,7 +193,9 @@ class SimpleConsumer(AsyncLifecycle):
         until ``max_messages`` are held. When none was waiting, the call long-polls those
         brokers one after the other, each for its share of ``await_duration_ms`` (one broker:
         all of it), and stops at the first that answers, topping its answer up from the
-        others. Never more than ``max_messages`` are popped: each pop asks for what is left."""
+        others. Never more than ``max_messages`` are popped: each pop asks for what is left.
+        A broker that fails (down, timing out) is passed over with a WARNING while another
+        answers; when every one fails, its error is raised."""
         count = self.receive_batch if max_messages is None else max_messages
         invisible = (
             self.invisible_duration_ms if invisible_duration_ms is None else invisible_duration_ms
@@ -200,29 +203,62 @@ class SimpleConsumer(AsyncLifecycle):
         check_int("max_messages", count, 1, MAX_POP_MESSAGES)
         check_invisible(invisible)
         api, clock = self._open()
-        pairs = await self._in_turn(api)
+        failed: dict[Pair, TransportError] = {}
+        pairs = await self._in_turn(api, failed)
         deadline = clock.monotonic_ms() + self.await_duration_ms
-        gathered = await self._sweep(api, pairs, count, invisible)
+        gathered = await self._sweep(api, pairs, count, invisible, failed)
+        if len(failed) == len(pairs):
+            raise next(iter(failed.values()))
         share = -(-self.await_duration_ms // len(pairs))
-        for pair in pairs:
+        for pair in (p for p in pairs if p not in failed):
             left = int(deadline - clock.monotonic_ms())
             if gathered or left <= 0:
                 break
-            gathered = await self._pop(api, pair, count, invisible, min(share, left))
+            gathered = await self._try_pop(api, pair, count, invisible, min(share, left), failed)
             if gathered:
-                gathered += await self._sweep(api, pairs, count - len(gathered), invisible)
+                gathered += await self._sweep(api, pairs, count - len(gathered), invisible, {})
         return gathered
 
     async def _sweep(
-        self, api: BrokerApi, pairs: list[Pair], count: int, invisible: int
+        self,
+        api: BrokerApi,
+        pairs: list[Pair],
+        count: int,
+        invisible: int,
+        failed: dict[Pair, TransportError],
     ) -> list[PoppedMessage]:
         """What is waiting at each (topic, broker) in turn, without waiting, up to ``count``."""
         gathered: list[PoppedMessage] = []
-        for pair in pairs:
+        for pair in (p for p in pairs if p not in failed):
             if len(gathered) >= count:
                 break
-            gathered += await self._pop(api, pair, count - len(gathered), invisible, 0)
+            gathered += await self._try_pop(api, pair, count - len(gathered), invisible, 0, failed)
         return gathered
+
+    async def _try_pop(
+        self,
+        api: BrokerApi,
+        pair: Pair,
+        count: int,
+        invisible: int,
+        poll_ms: int,
+        failed: dict[Pair, TransportError],
+    ) -> list[PoppedMessage]:
+        """:meth:`_pop`, or ``[]`` when the broker cannot be reached (noted in ``failed``)."""
+        try:
+            return await self._pop(api, pair, count, invisible, poll_ms)
+        except TransportError as exc:
+            self._passed_over(pair, exc, failed)
+            return []
+
+    def _passed_over(
+        self, pair: Pair, error: TransportError, failed: dict[Pair, TransportError]
+    ) -> None:
+        topic, broker_name, addr = pair
+        log.warning(
+            "%s: broker %s (%s) passed over for %s: %s", self.group, broker_name, addr, topic, error
+        )
+        failed[pair] = error
 
     async def _pop(
         self, api: BrokerApi, pair: Pair, count: int, invisible: int, poll_ms: int
@@ -351,12 +387,17 @@ class SimpleConsumer(AsyncLifecycle):
             raise LocalProtocolError(f"no readable queue for {sorted(self._subscriptions)}")
         return pairs
 
-    async def _in_turn(self, api: BrokerApi) -> list[Pair]:
-        """Every subscribed topic's brokers, checked (:meth:`_check_version`), starting one
-        further on at each call, so that no broker is always asked first."""
+    async def _in_turn(self, api: BrokerApi, failed: dict[Pair, TransportError]) -> list[Pair]:
+        """Every subscribed topic's brokers, checked (:meth:`_check_version`; one that
+        cannot be reached goes in ``failed``), starting one further on at each call, so
+        that no broker is always asked first."""
         pairs = await self._pairs(api)
-        for topic, broker_name, addr in pairs:
-            await self._check_version(api, broker_name, addr, topic)
+        for pair in pairs:
+            topic, broker_name, addr = pair
+            try:
+                await self._check_version(api, broker_name, addr, topic)
+            except TransportError as exc:
+                self._passed_over(pair, exc, failed)
         self._turn = (self._turn + 1) % len(pairs)
         return pairs[self._turn :] + pairs[: self._turn]
 

@@ -46,7 +46,7 @@ class ConsumerDataWire(msgspec.Struct, rename={"subscriptions": "subscriptionDat
 
 
 class Refused(Exception):
-    def __init__(self, code: int, remark: str) -> None:
+    def __init__(self, code: int, remark: str | None) -> None:
         super().__init__(remark)
         self.code, self.remark = code, remark
 

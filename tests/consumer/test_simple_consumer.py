@@ -14,12 +14,13 @@ from producer import Message, Producer
 from producer._remoting.request_codes import RequestCode
 from producer.consumer import PoppedMessage, SimpleConsumer
 from producer.errors import (
+    ConnectError,
     InvalidOptionError,
     LocalProtocolError,
     PopUnsupportedError,
     ReceiptHandleExpiredError,
 )
-from producer.testing import DevClusterThread
+from producer.testing import DevClusterThread, FaultSpec
 from tests.helpers.clocks import MovingClock
 from tests.protocol.pop_session import frames
 
@@ -298,3 +299,20 @@ async def test_the_invisible_times_a_real_broker_serves_are_taken(
         (again,) = await c.receive(1, shortest)
         assert (again.msg_id, again.reconsume_times) == (message.msg_id, 1)
         await c.ack(again)
+
+
+async def test_a_broker_that_cannot_be_reached_is_passed_over_while_others_answer(
+    clock: MovingClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    with DevClusterThread(brokers=3, topics={TOPIC: 2}, broker_version="5.x", clock_ms=clock) as c3:
+        await send(c3, 6)
+        c3.set_fault("broker-b", FaultSpec(down=True))
+        async with consumer(c3, clock) as c:
+            got = await c.receive(16, INVISIBLE)
+            assert {m.queue.broker_name for m in got} == {"broker-a", "broker-c"}
+            assert len(got) == 4
+            assert any("broker broker-b" in r.getMessage() for r in caplog.records)
+            for name in ("broker-a", "broker-c"):
+                c3.set_fault(name, FaultSpec(down=True))
+            with pytest.raises(ConnectError):  # none answers: the error is the caller's
+                await c.receive(16, INVISIBLE)

@@ -21,6 +21,7 @@ import pytest
 
 from producer._consume.received import decode_pulled
 from producer._remoting.command import RemotingCommand
+from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.pop_requests import (
     POP_CK,
     InitMode,
@@ -130,6 +131,16 @@ async def test_pop_ack_change_and_refusals_are_the_real_brokers(
             assert_same(seq + 1, await exchange(client, clock, seq))
         # B9's first pop: nothing is due yet; held until 50 ms before bornTime + pollTime.
         assert_same(32, await held(client, cluster, clock, 29, 32))
+
+        # B5's change with B7's offset outside the queue: ChangeInvisibleTimeProcessor
+        # (5.2.0) answers 208 with no remark, where the ack (B7, #28) names the offsets.
+        change = command(23)
+        change.ext_fields = {**(change.ext_fields or {}), "offset": "1000"}
+        change.opaque = 999
+        await client.write(encode_frame(change))
+        answer = await client.read()
+        assert (answer.code, answer.remark, command(28).code) == (208, None, 208)
+        assert command(28).remark  # the ack's answer did say
 
 
 def pop_now(clock: Clock, max_messages: int = 8) -> RemotingCommand:
