@@ -1,5 +1,8 @@
-"""Calling the user's listener, and counting the batches in flight: what concurrent and
-orderly consumption share."""
+"""Calling the user's listener, the one way concurrent and orderly consumption share:
+:meth:`ListenerCall.call` (a verdict, or the rest of the call to await), and
+:meth:`ListenerCall.run_plain` for a run of plain calls in one worker-thread hop. A
+failure is a RECONSUME_LATER verdict carrying its exception; where its fate is decided,
+``_failure_log`` says it."""
 
 from __future__ import annotations
 
