@@ -274,7 +274,8 @@ class Producer(AsyncLifecycle):
                 return await joined
         # The lone send runs in this one coroutine, straight to the connection's future
         # (Sender.start_first); a retry, or what needs a task, goes on in Sender.complete.
-        first = sender.start_first(send) if send.try_admit() else None
+        # Planned a moment ago: the plan's start is the clock reading the first attempt uses.
+        first = sender.start_first(send, plan.deadline_ms - budget) if send.try_admit() else None
         if first is None:
             return _answered(answer(await sender.complete(send)))
         assert first.waiter is not None, "a started attempt has its future"

@@ -57,6 +57,10 @@ class SendState(enum.Enum):
     OUT = "out"
     FINISHED = "finished"
 
+    # Identity is equality for enum members: hash in C, not Enum's Python __hash__ (one
+    # Python call per table lookup, on every send).
+    __hash__ = object.__hash__
+
 
 class SendEvent(enum.Enum):
     """What moves a :class:`Send` on."""
@@ -65,6 +69,8 @@ class SendEvent(enum.Enum):
     ATTEMPT_OUT = "attempt out"
     ATTEMPT_BACK = "attempt back"  # a Retry, or an attempt abandoned
     FINISH = "finish"
+
+    __hash__ = object.__hash__  # as SendState's
 
 
 _W, _A, _O, _F = SendState.WAITING, SendState.ADMITTED, SendState.OUT, SendState.FINISHED
@@ -116,12 +122,12 @@ class Send:
         self.before: tuple[AttemptRecord, ...] = ()
 
     def _on(self, event: SendEvent) -> None:
-        state = _NEXT.get((self.state, event))
-        if state is None:
+        try:
+            self.state = _NEXT[self.state, event]
+        except KeyError:
             raise LocalProtocolError(
                 f"internal error: a send cannot go from {self.state.value} on {event.value}"
-            )
-        self.state = state
+            ) from None
 
     def try_admit(self) -> bool:
         """Take the in-flight slot now if there is room (and nobody waits ahead)."""

@@ -179,15 +179,17 @@ class Sender:
 
     # -- the first attempt without a task (asyncio) -------------------------------------
 
-    def start_first(self, send: Send) -> Attempt | None:
+    def start_first(self, send: Send, now: float | None = None) -> Attempt | None:
         """Start an admitted send's first attempt as a loop future on an open connection:
         the :class:`Attempt` out, its ``waiter`` set, for the caller to settle. ``None``:
         nothing is sent, for :meth:`complete` to run it all: when a hook or an
         OpenTelemetry SDK needs the attempt or the route is not cached; and with its
         first queue set when one was chosen but no connection to it can start the request
         (none open yet, or trio), so that the router's round-robin is not stepped twice.
-        If starting it raises, the send is finished with the error first."""
-        now = self.clock.monotonic_ms()
+        If starting it raises, the send is finished with the error first. ``now``: the
+        clock read when its plan was made just before, if it was (read here otherwise)."""
+        if now is None:
+            now = self.clock.monotonic_ms()
         if self.hooks.active or self.telemetry.enabled(now):
             return None
         job, plan = send.job, send.plan
