@@ -31,7 +31,7 @@ from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage
 from producer._request_reply import RequestReply
 from producer._send.attempt import Outcome
-from producer._send.future import OnException, OnSuccess, SendFuture
+from producer._send.future import OnException, OnSuccess, SendFuture, closed_error
 from producer._send.hooks import HookRunner
 from producer._send.job import SendJob
 from producer._send.options import DEFAULT_OPTIONS as _D
@@ -40,6 +40,7 @@ from producer._send.plan import Retry, SendMode
 from producer._send.port import ProducerPort
 from producer._send.retry_policy import RetryPolicy
 from producer._send.running import Parts, Running, start_running
+from producer._send.send import answer
 from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
 from producer._trace.publishing import publish_tracing
@@ -261,34 +262,33 @@ class Producer(AsyncLifecycle):
         budget = running.planner.budget_ms(timeout_ms)
         if message.timed:
             await running.timer.check(message, budget, prepared.topic)
+        plan = running.planner.plan(SendMode.SYNC, budget, keyed=order_key is not None)
+        sender = running.sender
+        send = sender.begin(SendJob(prepared, message, order_key), plan)
         batching = running.batching
         if batching is not None and order_key is None:
-            joined = batching.send(prepared, message, budget)
+            joined = batching.send(send)
             if joined is not None:
                 return await joined
         # The lone send runs in this one coroutine, straight to the connection's future
-        # (Sender.start_lone); a retry, or what needs a task, goes on in Sender.run.
-        job = SendJob(prepared, message, order_key)
-        plan = running.planner.plan(SendMode.SYNC, budget, keyed=order_key is not None)
-        sender, ticket = running.sender, self._tracker.begin()
+        # (Sender.start_first); a retry, or what needs a task, goes on in Sender.complete.
+        # Planned a moment ago: the plan's start is the clock reading the first attempt uses.
+        first = sender.start_first(send, plan.deadline_ms - budget) if send.try_admit() else None
+        if first is None:
+            return _answered(answer(await sender.complete(send)))
+        assert first.waiter is not None, "a started attempt has its future"
         try:
-            first = sender.start_lone(job, plan)
-            if isinstance(first, SendJob):
-                return _answered(await sender.run(first, plan))
-            assert first.waiter is not None, "a started attempt has its future"
-            try:
-                outcome: Outcome = await first.waiter
-            except ProducerError as exc:
-                outcome = exc
-            except BaseException:  # cancelled: the attempt is over without an outcome
-                sender.abandon_lone(first)
-                raise
-            settled = sender.settle_lone(first, outcome)
-            if isinstance(settled, Retry):
-                settled = await sender.resume_lone(first)
-            return _answered(settled)
-        finally:
-            self._tracker.end(ticket)
+            outcome: Outcome = await first.waiter
+        except ProducerError as exc:
+            outcome = exc
+        except BaseException:  # cancelled: the attempt is over without an outcome
+            first.abandon()
+            send.finish(closed_error(plan))
+            raise
+        decision = first.settle(outcome)
+        if isinstance(decision, Retry):
+            return _answered(answer(await sender.complete(send)))
+        return _answered(answer(send.finish(decision.error or decision.result)))
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout_ms: float | None = None
@@ -320,13 +320,14 @@ class Producer(AsyncLifecycle):
         future = SendFuture(
             on_success, on_exception, msg_id=prepared.msg_id, loop=running.runtime.asyncio_loop
         )
+        runner = running.async_runner
+        send = runner.begin(prepared, message, budget, future)
         if message.timed:
-            running.async_runner.send_timed(running.timer, prepared, message, budget, future)
+            runner.send_timed(running.timer, send)
             return future
         batching = running.batching
-        if batching is not None and batching.send_async(prepared, message, budget, future):
-            return future
-        running.async_runner.send(prepared, message, budget, future)
+        if batching is None or not batching.send_async(send):
+            runner.send(send)
         return future
 
     async def send_oneway(self, message: Message, *, timeout_ms: float | None = None) -> None:

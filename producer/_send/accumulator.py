@@ -36,6 +36,7 @@ import msgspec
 from producer._remoting.requests import PreparedMessage
 from producer._send.future import SendFuture
 from producer._send.plan import SendMode
+from producer._send.send import Send
 from producer._types.message import Message
 
 #: A batch body's bytes around each message (five int32s and an int16).
@@ -50,24 +51,35 @@ class GroupKey(NamedTuple):
 
 
 class Member(msgspec.Struct, eq=False):
-    """One caller's message waiting in (or sent with) a group."""
+    """One caller's send waiting in (or sent with) a group: the send holds its own
+    in-flight slot, flush ticket and future, and finishes with its share of the outcome."""
 
-    prepared: PreparedMessage
-    message: Message
-    deadline_ms: float
-    future: SendFuture
-    ticket: int  # its place in the producer's SendTracker (flush)
-    sent: bool = False  # handed to a batch: from now on the batch owns its slot and ticket
+    send: Send
+    sent: bool = False  # handed to a batch (or sent alone): it is no longer pending
     cancelled: bool = False  # its caller gave up before it was sent: leave it out
 
     @property
-    def size(self) -> int:
-        """What it holds of the in-flight limiter's bytes."""
-        return len(self.prepared.body)
+    def prepared(self) -> PreparedMessage:
+        return self.send.job.prepared
+
+    @property
+    def message(self) -> Message:
+        return self.send.job.message
+
+    @property
+    def deadline_ms(self) -> float:
+        return self.send.plan.deadline_ms
+
+    @property
+    def future(self) -> SendFuture:
+        future = self.send.future
+        assert future is not None, "a member's caller has its future"
+        return future
 
     @property
     def batch_bytes(self) -> int:
-        return ITEM_OVERHEAD + len(self.prepared.body) + len(self.prepared.properties)
+        prepared = self.send.job.prepared
+        return ITEM_OVERHEAD + len(prepared.body) + len(prepared.properties)
 
 
 Launch = Callable[[GroupKey, list[Member]], None]

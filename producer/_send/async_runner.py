@@ -12,15 +12,14 @@ from __future__ import annotations
 import functools
 
 from producer._remoting.requests import PreparedMessage
-from producer._send.backpressure import InFlightLimiter
-from producer._send.future import SendFuture, closed_error, settle
+from producer._send.future import SendFuture, closed_error
 from producer._send.job import SendJob
 from producer._send.options import Planner
-from producer._send.plan import Finish, Retry, SendMode, SendPlan
+from producer._send.plan import Finish, Retry, SendMode
+from producer._send.send import Send, SendState
 from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender
 from producer._send.timed import TimerGate
-from producer._send.tracker import SendTracker
 from producer._types.message import Message
 
 
@@ -28,98 +27,62 @@ class AsyncSendRunner:
     """Runs the producer's ``send_async`` calls that go alone (not in a transparent
     batch), and the groups of one that batching hands it."""
 
-    __slots__ = ("_limiter", "_planner", "_sender", "_spawn", "_tracker")
+    __slots__ = ("_planner", "_sender", "_spawn")
 
-    def __init__(
-        self,
-        *,
-        sender: Sender,
-        planner: Planner,
-        spawn: Spawn,
-        limiter: InFlightLimiter,
-        tracker: SendTracker,
-    ) -> None:
+    def __init__(self, *, sender: Sender, planner: Planner, spawn: Spawn) -> None:
         self._sender = sender
         self._planner = planner
         self._spawn = spawn
-        self._limiter = limiter
-        self._tracker = tracker
 
-    def send(
+    def begin(
         self, prepared: PreparedMessage, message: Message, budget_ms: float, future: SendFuture
-    ) -> None:
-        """A new ``send_async`` of ``message`` within ``budget_ms``, resolving ``future``:
-        its flush ticket taken, and its in-flight slot now when there is room, so that
-        close() drains this send even if its task has not started yet."""
+    ) -> Send:
+        """A new ``send_async`` of ``message`` within ``budget_ms``, resolving ``future``,
+        its flush ticket taken, not started yet."""
         plan = self._planner.plan(SendMode.ASYNC, budget_ms)
-        holds_slot = self._limiter.try_acquire(len(prepared.body))
-        job = SendJob(prepared, message, holds_slot=holds_slot, ticket=self._tracker.begin())
-        self.start(job, plan, future)
+        return self._sender.begin(SendJob(prepared, message), plan, future)
 
-    def send_timed(
-        self,
-        timer: TimerGate,
-        prepared: PreparedMessage,
-        message: Message,
-        budget_ms: float,
-        future: SendFuture,
-    ) -> None:
+    def send(self, send: Send) -> None:
+        """Start a new ``send_async``: its in-flight slot taken now when there is room, so
+        that close() drains this send even if its task has not started yet."""
+        send.try_admit()
+        self.start(send)
+
+    def send_timed(self, timer: TimerGate, send: Send) -> None:
         """A new timed ``send_async``: ``timer`` checks its delivery time first, in a task
-        the producer owns (a refusal settles ``future``), then it goes as :meth:`send`."""
-        timer.then_send_async(
-            message,
-            budget_ms,
-            future,
-            lambda: self.send(prepared, message, budget_ms, future),
-            spawn=self._spawn,
-            tracker=self._tracker,
-            topic=prepared.topic,
-        )
+        the producer owns (a refusal finishes the send), then it goes as :meth:`send`."""
+        timer.then_send_async(send, self._send_checked, spawn=self._spawn)
 
-    def start(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
-        """Run ``job`` (its ticket taken, its in-flight slot too if ``job.holds_slot``)."""
-        if not job.holds_slot:
-            self._spawn_run(job, plan, future)
+    def _send_checked(self, send: Send) -> None:
+        # Its budget starts once the check is done, as it did for a send planned after it.
+        send.plan = self._planner.plan(SendMode.ASYNC, send.plan.budget_ms)
+        self.send(send)
+
+    def start(self, send: Send) -> None:
+        """Run ``send``: its first attempt task-less if it holds its slot and the sender
+        can, else (or for a retry) as a task of the producer."""
+        if send.state is not SendState.ADMITTED:
+            self._spawn_run(send)
             return
-        first = self._sender.start_first(job, plan)
-        if isinstance(first, SendJob):  # not started: a task makes every attempt
-            self._spawn_run(first, plan, future)
+        first = self._sender.start_first(send)
+        if first is None:  # not started: a task makes every attempt
+            self._spawn_run(send)
         else:  # out, with no task of its own
-            first.when_settled(functools.partial(self._settled, job, plan, future))
+            first.when_settled(functools.partial(self._settled, send))
 
-    def _spawn_run(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
-        self._spawn(
-            self._run, job, plan, future, if_never_ran=lambda: self._abandon(job, plan, future)
-        )
+    def _spawn_run(self, send: Send) -> None:
+        self._spawn(self._sender.complete, send, if_never_ran=lambda: _abandon(send))
 
-    def _settled(
-        self, job: SendJob, plan: SendPlan, future: SendFuture, decision: Finish | Retry
-    ) -> None:
+    def _settled(self, send: Send, decision: Finish | Retry) -> None:
         """A task-less first attempt is over: the send is finished, or goes on in a task."""
         if isinstance(decision, Retry):
-            self._spawn_run(job, plan, future)  # the plan holds its back-off
-            return
-        self._limiter.release(len(job.prepared.body))
-        self._tracker.end(job.ticket)
-        if decision.error is not None:
-            future.set_error(decision.error)
+            self._spawn_run(send)  # the plan holds its back-off
         else:
-            assert decision.result is not None
-            future.set_result(decision.result)
+            send.finish(decision.error or decision.result)
 
-    async def _run(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
-        """The send, or what a task-less first attempt left of it (its plan knows)."""
-        try:
-            await settle(future, plan, self._sender.run(job, plan))
-        finally:
-            self._tracker.end(job.ticket)
 
-    def _abandon(self, job: SendJob, plan: SendPlan, future: SendFuture) -> None:
-        """Its task was cancelled at close before it ever ran (its fate unknown if a
-        task-less first attempt was made)."""
-        if future.done():
-            return  # it did run: its own handler resolved the future and freed its slot
-        if job.holds_slot:
-            self._limiter.release(len(job.prepared.body))
-        self._tracker.end(job.ticket)
-        future.set_error(closed_error(plan))
+def _abandon(send: Send) -> None:
+    """Its task was cancelled at close before it ever ran (its fate unknown if a task-less
+    first attempt was made)."""
+    if not send.finished:
+        send.finish(closed_error(send.plan))

@@ -30,7 +30,8 @@ from producer._remoting.command import RemotingCommand
 from producer._remoting.requests import build_send_request
 from producer._remoting.send_header import parse_send_response
 from producer._send.job import SendJob
-from producer._send.plan import Dispatch, Finish, Retry, SendMode, SendPlan
+from producer._send.plan import Dispatch, Finish, Retry, SendMode
+from producer._send.send import Send
 from producer._send.telemetry import Telemetry
 from producer._transport import Connection
 from producer._types.message import Message, MessageQueue
@@ -75,36 +76,34 @@ class Attempts:
 
     def launch(
         self,
-        job: SendJob,
-        plan: SendPlan,
+        send: Send,
         queue: MessageQueue,
         now: float,
         waiter: asyncio.Future[RemotingCommand | None] | None = None,
     ) -> Attempt:
-        """An attempt to ``queue`` goes out at ``now`` (``waiter``: its connection's loop
-        future, when it was written without a task)."""
+        """An attempt of ``send`` to ``queue`` goes out at ``now`` (``waiter``: its
+        connection's loop future, when it was written without a task)."""
         self.router.on_dispatch(queue.broker_name, int(now))
-        return Attempt(self, job, plan, queue, now, waiter)
+        send.attempt_out()
+        return Attempt(self, send, queue, now, waiter)
 
     def start(
         self,
         connection: Connection,
-        job: SendJob,
-        plan: SendPlan,
+        send: Send,
         queue: MessageQueue,
         step: Dispatch,
         now: float,
     ) -> Attempt:
         """``step``'s attempt written on ``connection`` without a task: the attempt out,
         its ``waiter`` the connection's loop future, for the caller to settle."""
-        request = build_send_request(job.prepared, queue, self.clock.wall_ms())
+        request = build_send_request(send.job.prepared, queue, self.clock.wall_ms())
         waiter = self.client.start(connection, request, step.timeout_ms)
-        return self.launch(job, plan, queue, now, waiter)
+        return self.launch(send, queue, now, waiter)
 
     async def send_and_settle(
         self,
-        job: SendJob,
-        plan: SendPlan,
+        send: Send,
         queue: MessageQueue,
         addr: str,
         step: Dispatch,
@@ -113,7 +112,8 @@ class Attempts:
         """``step``'s attempt to ``queue`` at ``addr`` (its broker's master, ``""``: none in
         the route, a connect error), awaited here and settled: the plan holds its decision
         (its next step). Cancelled, it is abandoned and the cancellation goes on."""
-        attempt = self.launch(job, plan, queue, now)
+        attempt = self.launch(send, queue, now)
+        job, plan = send.job, send.plan
         outcome: Outcome
         try:
             if not addr:
@@ -165,8 +165,7 @@ class Attempt(msgspec.Struct):
     oneway send) say how it went. A struct: made on every send's path, cheaply."""
 
     attempts: Attempts
-    job: SendJob
-    plan: SendPlan
+    send: Send
     queue: MessageQueue
     started_ms: float
     #: Its connection's loop future, when it was started without a task.
@@ -190,21 +189,24 @@ class Attempt(msgspec.Struct):
                 error = exc
         else:
             error = outcome
-        attempts, plan, queue = self.attempts, self.plan, self.queue
-        broker = queue.broker_name
+        attempts, send, queue = self.attempts, self.send, self.queue
+        plan, broker = send.plan, queue.broker_name
         attempts.router.on_complete(broker)
         now = self.ended_ms = attempts.clock.monotonic_ms()
         latency = now - self.started_ms
         if error is not None:
             self.error = error
             attempts.record_fault(broker, latency, error, now)
-            return plan.on_error(queue, error, latency, now)
-        if answer is None:  # a oneway write is not an answer: no latency to learn
-            return plan.on_written(queue, latency)
-        attempts.record_fault(broker, latency, None, now)
-        decision = plan.on_answer(queue, *answer, self.job.prepared.msg_id, latency)
-        if attempts.answered is not None:
-            attempts.tell_answered(self.job, queue, latency, plan.last_result)
+            decision = plan.on_error(queue, error, latency, now)
+        elif answer is None:  # a oneway write is not an answer: no latency to learn
+            decision = plan.on_written(queue, latency)
+        else:
+            attempts.record_fault(broker, latency, None, now)
+            decision = plan.on_answer(queue, *answer, send.job.prepared.msg_id, latency)
+            if attempts.answered is not None:
+                attempts.tell_answered(send.job, queue, latency, plan.last_result)
+        if isinstance(decision, Retry):
+            send.attempt_back()  # it goes on: the send holds its slot, no attempt out
         return decision
 
     def when_settled(self, settled: Settled) -> None:
@@ -220,7 +222,7 @@ class Attempt(msgspec.Struct):
             outcome = exc
         except BaseException as exc:  # cancelled (nobody should) or a bug of ours
             self.abandon()
-            error = ProducerError(f"internal error: {exc!r}", attempts=self.plan.attempts)
+            error = ProducerError(f"internal error: {exc!r}", attempts=self.send.plan.attempts)
             settled(Finish(error=error))
             return
         settled(self.settle(outcome))
@@ -234,11 +236,12 @@ class Attempt(msgspec.Struct):
         attempts = self.attempts
         attempts.router.on_complete(self.queue.broker_name)
         self.ended_ms = attempts.clock.monotonic_ms()
-        self.plan.on_cancelled(self.queue, self.latency_ms)
+        self.send.plan.on_cancelled(self.queue, self.latency_ms)
+        self.send.attempt_back()
 
     def __repr__(self) -> str:
         queue = self.queue
         return (
             f"Attempt({queue.broker_name}:{queue.queue_id} at {self.started_ms:g} ms, "
-            f"error={self.error!r}, {self.plan!r})"
+            f"error={self.error!r}, {self.send.plan!r})"
         )

@@ -11,12 +11,10 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 import anyio
-import msgspec
 
 from producer._send.plan import SendPlan
 from producer._types.send_result import SendResult
 from producer.errors import (
-    AttemptRecord,
     Fate,
     LocalProtocolError,
     ProducerClosedError,
@@ -274,32 +272,6 @@ def _run_callback(callback: Callable[[Any], object], value: object) -> None:
             "send_async callback %r returned a coroutine, which was not run: give a plain "
             "function, or await the future instead",
             callback,
-        )
-
-
-async def settle(
-    future: SendFuture,
-    plan: SendPlan,
-    sending: Awaitable[SendResult | None],
-    before: tuple[AttemptRecord, ...] = (),
-) -> None:
-    """Run a background send and complete ``future`` with its outcome, whatever it is.
-
-    ``before``: attempts made for this message before (a batch it was part of)."""
-    try:
-        result = await sending
-    except ProducerError as exc:
-        future.set_error(exc.with_attempts(before + exc.attempts) if before else exc)
-    except anyio.get_cancelled_exc_class():
-        future.set_error(closed_error(plan))
-        raise
-    except Exception as exc:  # a bug of ours: never let it kill the task group
-        log.exception("send_async failed unexpectedly")
-        future.set_error(ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
-    else:
-        assert result is not None, "a background send is never oneway"
-        future.set_result(
-            msgspec.structs.replace(result, attempts=before + result.attempts) if before else result
         )
 
 

@@ -1,6 +1,7 @@
-"""One send's job: what is sent (its request, built once) and how it is held (its
-in-flight slot, its flush ticket, a transparent batch's members and first queue). What is
-left to decide about it (budget, attempts, mode) is its :class:`~producer._send.plan.SendPlan`'s.
+"""One send's job: what is sent (its request, built once; a transparent batch's members
+and first queue). What is left to decide about it (budget, attempts, mode) is its
+:class:`~producer._send.plan.SendPlan`'s; what it holds (its in-flight slot, its flush
+ticket, its caller) is its :class:`~producer._send.send.Send`'s.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ class SendJob(msgspec.Struct, frozen=True):
     prepared: PreparedMessage
     message: Message
     order_key: str | None = None  # keyed: the key's queue is final (F5)
-    holds_slot: bool = False  # the caller already took its in-flight slot
-    ticket: int = 0  # send_async's place in the producer's SendTracker (flush)
     #: A transparent batch's messages: each holds its own in-flight slot, and hooks and
     #: spans see each one. Empty for every other send.
     members: tuple[Message, ...] = ()

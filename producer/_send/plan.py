@@ -45,6 +45,10 @@ class SendMode(enum.Enum):
     ASYNC = "async"
     ONEWAY = "oneway"
 
+    # Hashed in C (identity is equality for members), not by Enum's Python __hash__:
+    # every batched send's group key hashes its mode.
+    __hash__ = object.__hash__
+
 
 def max_attempts(mode: SendMode, *, keyed: bool, sync_retries: int, async_retries: int) -> int:
     """S1 / A2: how many attempts a send gets. A keyed send's queue is final (F5) and a

@@ -28,6 +28,7 @@ from producer._send.hooks import HookRunner
 from producer._send.job import SendJob
 from producer._send.options import Planner, ProducerOptions
 from producer._send.plan import SendMode
+from producer._send.send import answer
 from producer._send.send_tasks import AsyncSends
 from producer._send.sender import Sender
 from producer._send.telemetry import Telemetry
@@ -71,7 +72,6 @@ class Running:
     async_sends: AsyncSends
     async_runner: AsyncSendRunner
     batching: BatchSends | None  # None: options.batching is off
-    tracker: SendTracker  # the producer's flush tickets
 
     async def run(
         self,
@@ -81,20 +81,16 @@ class Running:
         *,
         certain_retries_only: bool = False,
     ) -> SendResult | None:
-        """Run one job start to end under a fresh plan and a flush ticket, in this
-        coroutine (:meth:`Sender.run`). ``certain_retries_only``: retry only failures that
-        prove nothing was stored."""
+        """Run one job start to end as a send of its own (a fresh plan, a flush ticket),
+        in this coroutine (:meth:`Sender.complete`). ``certain_retries_only``: retry only
+        failures that prove nothing was stored."""
         plan = self.planner.plan(
             mode,
             budget_ms,
             keyed=job.order_key is not None,
             certain_retries_only=certain_retries_only,
         )
-        ticket = self.tracker.begin()
-        try:
-            return await self.sender.run(job, plan)
-        finally:
-            self.tracker.end(ticket)
+        return answer(await self.sender.complete(self.sender.begin(job, plan)))
 
     async def stop(self, close_timeout_ms: float) -> BaseException | None:
         """Take it all down (its send tasks cancelled already: ``async_sends.cancel_all``),
@@ -133,6 +129,7 @@ async def start_running(
         client=client,
         router=parts.router,
         limiter=parts.limiter,
+        tracker=parts.tracker,
         hooks=parts.hooks,
         telemetry=parts.telemetry,
         clock=clock,
@@ -144,13 +141,7 @@ async def start_running(
     tg = anyio.create_task_group()
     await tg.__aenter__()
     async_sends = AsyncSends(tg, loop=runtime.asyncio_loop)
-    runner = AsyncSendRunner(
-        sender=sender,
-        planner=planner,
-        spawn=async_sends.spawn,
-        limiter=parts.limiter,
-        tracker=parts.tracker,
-    )
+    runner = AsyncSendRunner(sender=sender, planner=planner, spawn=async_sends.spawn)
     maintenance.start(tg)
     batching = _batching(parts, sender, planner, clock, async_sends, runner, runtime)
     if batching is not None and batching.accumulator.needs_task:  # trio; asyncio: callbacks
@@ -166,7 +157,6 @@ async def start_running(
         async_sends,
         runner,
         batching,
-        parts.tracker,
     )
 
 
@@ -204,7 +194,6 @@ def _batching(
         factory=parts.factory,
         planner=planner,
         limiter=parts.limiter,
-        tracker=parts.tracker,
         clock=clock,
         spawn=async_sends.spawn,
         runner=runner,

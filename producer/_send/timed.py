@@ -18,9 +18,8 @@ from producer._client.routes import RouteTable
 from producer._remoting.request_codes import TIMER_BROKER_VERSION, version_name
 from producer._remoting.requests import max_offset_request
 from producer._remoting.validation import check_timer_window
-from producer._send.future import SendFuture
+from producer._send.send import Send
 from producer._send.send_tasks import Spawn
-from producer._send.tracker import SendTracker
 from producer._types.message import Message
 from producer.errors import ProducerClosedError, ProducerError, TimedDeliveryUnsupportedError
 
@@ -60,32 +59,22 @@ class TimerGate:
             if version < TIMER_BROKER_VERSION:
                 raise TimedDeliveryUnsupportedError(name, addr, version_name(version))
 
-    def then_send_async(
-        self,
-        message: Message,
-        budget_ms: float,
-        future: SendFuture,
-        send: Callable[[], None],
-        *,
-        spawn: Spawn,
-        tracker: SendTracker,
-        topic: str | None = None,
-    ) -> None:
+    def then_send_async(self, send: Send, start: Callable[[Send], None], *, spawn: Spawn) -> None:
         """A timed ``send_async``: checked in a task the producer owns (``flush`` waits for
-        it), then ``send()`` starts it alone; a refusal settles ``future``."""
-        ticket = tracker.begin()
+        it: the send holds its ticket), then ``start(send)`` starts it alone; a refusal
+        finishes the send with it."""
+        message, topic = send.job.message, send.job.prepared.topic
+        budget_ms = send.plan.budget_ms
 
         async def check_then_send() -> None:
             try:
                 await self.check(message, budget_ms, topic)
-                send()
             except ProducerError as exc:
-                future.set_error(exc)
-            finally:
-                tracker.end(ticket)
+                send.finish(exc)
+            else:
+                start(send)
 
         def never_ran() -> None:
-            future.set_error(ProducerClosedError("producer closed before the send started"))
-            tracker.end(ticket)
+            send.finish(ProducerClosedError("producer closed before the send started"))
 
         spawn(check_then_send, if_never_ran=never_ran)

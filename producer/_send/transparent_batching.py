@@ -19,6 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
+import msgspec
 
 from producer._client.clock import Clock
 from producer._remoting.message_codec import COMPRESSED_FLAG
@@ -28,13 +29,13 @@ from producer._response_codes import ResponseCode
 from producer._send.accumulator import Accumulator, GroupKey, Member
 from producer._send.async_runner import AsyncSendRunner
 from producer._send.backpressure import InFlightLimiter
-from producer._send.future import SendFuture, closed_error, settle
+from producer._send.future import SendFuture, closed_error
 from producer._send.job import SendJob
 from producer._send.options import Planner, ProducerOptions
-from producer._send.plan import Finish, Retry, SendMode, SendPlan
+from producer._send.plan import Finish, Retry
+from producer._send.send import Ending, Send
 from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender
-from producer._send.tracker import SendTracker
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
 from producer.errors import AttemptRecord, ProducerClosedError, ProducerError
@@ -89,7 +90,6 @@ class BatchSends:
         "_runner",
         "_sender",
         "_spawn",
-        "_tracker",
         "accumulator",
     )
 
@@ -101,7 +101,6 @@ class BatchSends:
         factory: SendRequestFactory,
         planner: Planner,
         limiter: InFlightLimiter,
-        tracker: SendTracker,
         clock: Clock,
         spawn: Spawn,
         runner: AsyncSendRunner,
@@ -111,8 +110,7 @@ class BatchSends:
         self._runner = runner  # a group of one runs as an async send does
         self._factory = factory
         self._planner = planner
-        self._limiter = limiter
-        self._tracker = tracker
+        self._limiter = limiter  # how many sends are in flight: batching pays only then
         self._clock = clock
         self._spawn = spawn
         self._loop = loop  # the producer's asyncio loop (None under trio)
@@ -126,16 +124,13 @@ class BatchSends:
 
     # -- joining --------------------------------------------------------------------------
 
-    def send(
-        self, prepared: PreparedMessage, message: Message, budget_ms: float
-    ) -> Awaitable[SendResult] | None:
-        """Join this turn's group; await the returned outcome. ``None``: not joined (a
-        lone send, the first send of the turn, not :func:`batchable`, or no free slot),
-        so the caller sends alone."""
-        if self._is_lone() or not batchable(prepared, message):
+    def send(self, send: Send) -> Awaitable[SendResult] | None:
+        """Join ``send`` (an awaited one) to this turn's group; await the returned outcome.
+        ``None``: not joined (a lone send, the first send of the turn, not
+        :func:`batchable`, or no free slot), so the caller sends it alone."""
+        if self._is_lone() or not batchable(send.job.prepared, send.job.message):
             return None
-        key = GroupKey(prepared.topic, SendMode.SYNC, budget_ms, message.wait_store_msg_ok)
-        member = self._join(key, prepared, message, None)
+        member = self._join(send)
         return None if member is None else self._outcome(member)
 
     async def _outcome(self, member: Member) -> SendResult:
@@ -149,29 +144,24 @@ class BatchSends:
                 self._abandon(member)
             raise
 
-    def send_async(
-        self, prepared: PreparedMessage, message: Message, budget_ms: float, future: SendFuture
-    ) -> bool:
-        """Join this turn's group; ``False``: not joined, the caller sends alone."""
-        if self._is_lone() or not batchable(prepared, message):
+    def send_async(self, send: Send) -> bool:
+        """Join ``send`` (with its future) to this turn's group; ``False``: not joined,
+        the caller sends it alone."""
+        if self._is_lone() or not batchable(send.job.prepared, send.job.message):
             return False
-        key = GroupKey(prepared.topic, SendMode.ASYNC, budget_ms, message.wait_store_msg_ok)
-        return self._join(key, prepared, message, future) is not None
+        return self._join(send) is not None
 
-    def _join(
-        self,
-        key: GroupKey,
-        prepared: PreparedMessage,
-        message: Message,
-        future: SendFuture | None,  # None: a sync caller's, made once it has joined
-    ) -> Member | None:
+    def _join(self, send: Send) -> Member | None:
+        """``send`` in its group, its in-flight slot taken; ``None``: no group open for it
+        or no room (it is then as it was)."""
+        job, plan = send.job, send.plan
+        key = GroupKey(job.prepared.topic, plan.mode, plan.budget_ms, job.message.wait_store_msg_ok)
         group = self.accumulator.group_for(key, busy=self._limiter.in_flight > 0)
-        if group is None or not self._limiter.try_acquire(len(prepared.body)):
+        if group is None or not send.try_admit():
             return None
-        if future is None:
-            future = SendFuture(msg_id=prepared.msg_id, loop=self._loop)
-        deadline = self._clock.monotonic_ms() + key.budget_ms
-        member = Member(prepared, message, deadline, future, self._tracker.begin())
+        if send.future is None:  # an awaited send's: its caller awaits the member's outcome
+            send.future = SendFuture(msg_id=job.prepared.msg_id, loop=self._loop)
+        member = Member(send)
         group.append(member)
         return member
 
@@ -187,11 +177,7 @@ class BatchSends:
         on with its batch, whose outcome nobody awaits."""
         if not member.sent:
             member.cancelled = True
-            self._release(member)
-
-    def _release(self, member: Member) -> None:
-        self._limiter.release(member.size)
-        self._tracker.end(member.ticket)
+            member.send.finish(_never_started())
 
     def fail_pending(self) -> None:
         """At close: members never sent fail with ProducerClosedError."""
@@ -204,7 +190,7 @@ class BatchSends:
         (``spread_batch``), each queue's share split by the caps. A group whose route is
         not known yet (a fresh producer's first burst) is dealt once the lookup returns."""
         if len(members) == 1:
-            self._start_alone(key, members[0], None)
+            self._start_alone(members[0], None)
             return
         parts = self._sender.spread(key.topic, len(members))
         if parts is None:
@@ -222,7 +208,7 @@ class BatchSends:
         for queue, count in parts:
             for chunk in self.accumulator.chunks(members[start : start + count]):
                 if len(chunk) == 1:  # the same frame as without batching
-                    self._start_alone(key, chunk[0], queue)
+                    self._start_alone(chunk[0], queue)
                 else:
                     self._start_batch(key, chunk, queue)
             start += count
@@ -243,39 +229,38 @@ class BatchSends:
         parts = self._sender.spread(key.topic, len(members))
         self._deal(key, members, parts or [(None, len(members))])
 
-    def _never_ran(self, members: list[Member], plan: SendPlan | None = None) -> Callable[[], None]:
-        """What a task cancelled before it ran owes its members (``plan``: the batch's, if
-        an attempt was made: then the fate is unknown)."""
+    def _never_ran(self, members: list[Member], batch: Send | None = None) -> Callable[[], None]:
+        """What a task cancelled before it ran owes its members (``batch``: the send they
+        went in, finished too; their fate is unknown if an attempt was made)."""
 
         def fail() -> None:
-            error = _never_started() if plan is None else closed_error(plan)
-            self._fail([m for m in members if not m.future.done()], error)
+            error = _never_started()
+            if batch is not None:
+                if batch.plan.attempts:
+                    error = closed_error(batch.plan)
+                if not batch.finished:
+                    batch.finish(error.copy())
+            self._fail([m for m in members if not m.send.finished], error)
 
         return fail
 
-    def _start_alone(self, key: GroupKey, member: Member, queue: MessageQueue | None) -> None:
-        """A group (or part) of one: an ordinary send, run as an async send is (task-less
-        when it can be); its slot and ticket are the member's."""
-        plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=member.deadline_ms)
-        job = SendJob(
-            member.prepared,
-            member.message,
-            holds_slot=True,
-            ticket=member.ticket,
-            first_queue=queue,
-        )
-        self._runner.start(job, plan, member.future)
+    def _start_alone(self, member: Member, queue: MessageQueue | None) -> None:
+        """A group (or part) of one: the member's own send, run as an async send is
+        (task-less when it can be), to ``queue`` first when one was dealt to it."""
+        send = member.send
+        if queue is not None:
+            send.job = msgspec.structs.replace(send.job, first_queue=queue)
+        self._runner.start(send)
 
     async def _alone(
         self, key: GroupKey, member: Member, before: tuple[AttemptRecord, ...]
     ) -> None:
-        """A member of a refused batch re-sent alone (``before``: the batch's attempts)."""
-        plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=member.deadline_ms)
-        job = SendJob(member.prepared, member.message, holds_slot=True)
-        try:
-            await settle(member.future, plan, self._sender.run(job, plan), before)
-        finally:
-            self._tracker.end(member.ticket)
+        """A member of a refused batch re-sent alone under a plan of its own (``before``:
+        the batch's attempts, which its outcome lists first)."""
+        send = member.send
+        send.plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=member.deadline_ms)
+        send.before = before
+        await self._sender.complete(send)
 
     def _start_batch(
         self, key: GroupKey, members: list[Member], queue: MessageQueue | None
@@ -291,75 +276,55 @@ class BatchSends:
             self._resend_alone(key, members, ())
             return
         job = SendJob(prepared, messages[0], members=messages, first_queue=queue)
-        first = self._sender.start_first(job, plan)
-        if isinstance(first, SendJob):  # not started: a task makes every attempt
-            self._batch_task(key, members, first, plan)
+        batch = self._sender.begin(job, plan)  # it holds no slot: its members hold theirs
+        batch.try_admit()
+        first = self._sender.start_first(batch)
+        if first is None:  # not started: a task makes every attempt
+            self._batch_task(key, members, batch)
         else:
-            first.when_settled(functools.partial(self._batch_settled, key, members, job, plan))
+            first.when_settled(functools.partial(self._batch_settled, key, members, batch))
 
-    def _batch_task(
-        self, key: GroupKey, members: list[Member], job: SendJob, plan: SendPlan
-    ) -> None:
+    def _batch_task(self, key: GroupKey, members: list[Member], batch: Send) -> None:
         """The batch (or what its first attempt left) as a task of the producer."""
-        never_ran = self._never_ran(members, plan if plan.attempts else None)
-        self._spawn(self._batch, key, members, job, plan, if_never_ran=never_ran)
+        never_ran = self._never_ran(members, batch)
+        self._spawn(self._batch, key, members, batch, if_never_ran=never_ran)
 
     def _batch_settled(
-        self,
-        key: GroupKey,
-        members: list[Member],
-        job: SendJob,
-        plan: SendPlan,
-        decision: Finish | Retry,
+        self, key: GroupKey, members: list[Member], batch: Send, decision: Finish | Retry
     ) -> None:
         """A task-less first attempt is over: deliver, or go on in a task."""
         if isinstance(decision, Retry):
-            self._batch_task(key, members, job, plan)
-        elif decision.error is not None:
-            self._batch_failed(key, members, plan, decision.error)
+            self._batch_task(key, members, batch)
         else:
-            assert decision.result is not None
-            self._deliver(members, decision.result)
+            self._batch_over(key, members, batch, batch.finish(decision.error or decision.result))
 
-    async def _batch(
-        self,
-        key: GroupKey,
-        members: list[Member],
-        job: SendJob,
-        plan: SendPlan,
-    ) -> None:
+    async def _batch(self, key: GroupKey, members: list[Member], batch: Send) -> None:
         """The batch as a task: all of it, or what its first attempt left (its plan knows)."""
         try:
-            result = await self._sender.run(job, plan)
-        except ProducerError as exc:
-            self._batch_failed(key, members, plan, exc)
+            outcome = await self._sender.complete(batch)
         except anyio.get_cancelled_exc_class():
-            self._fail(members, closed_error(plan))
+            self._fail(members, closed_error(batch.plan))
             raise
-        except Exception as exc:  # a bug of ours: never let it kill the task group
-            log.exception("a transparent batch failed unexpectedly")
-            self._fail(members, ProducerError(f"internal error: {exc!r}", attempts=plan.attempts))
-        else:
-            assert result is not None
-            self._deliver(members, result)
+        self._batch_over(key, members, batch, outcome)
 
-    def _batch_failed(
-        self, key: GroupKey, members: list[Member], plan: SendPlan, error: ProducerError
+    def _batch_over(
+        self, key: GroupKey, members: list[Member], batch: Send, outcome: Ending
     ) -> None:
-        if error.code in _RESENT_ALONE:
-            self._resend_alone(key, members, tuple(plan.attempts))
+        """The batch finished: each member gets its share, its own error, or (refused for
+        a reason that may be one message's) a send of its own."""
+        if not isinstance(outcome, ProducerError):
+            assert outcome is not None, "a batch is never oneway"
+            self._deliver(members, outcome)
+        elif outcome.code in _RESENT_ALONE:
+            self._resend_alone(key, members, tuple(batch.plan.attempts))
         else:
-            self._fail(members, error)
+            self._fail(members, outcome)
 
     def _deliver(self, members: list[Member], result: SendResult) -> None:
-        """Each member's share of the batch's result, its slot freed and its caller woken,
-        in one pass."""
+        """Each member's send finishes with its share of the batch's result, in one pass."""
         shares = member_results(result, [m.prepared.msg_id for m in members])
-        release, end = self._limiter.release, self._tracker.end
         for member, share in zip(members, shares, strict=True):
-            release(member.size)
-            end(member.ticket)
-            member.future.set_result(share)
+            member.send.finish(share)
 
     def _resend_alone(
         self, key: GroupKey, members: list[Member], before: tuple[AttemptRecord, ...]
@@ -368,10 +333,9 @@ class BatchSends:
             self._spawn(self._alone, key, member, before, if_never_ran=self._never_ran([member]))
 
     def _fail(self, members: Sequence[Member], error: ProducerError) -> None:
-        """Each member gets its own instance of the batch's error."""
+        """Each member's send finishes with its own instance of the batch's error."""
         for member in members:
-            self._release(member)
-            member.future.set_error(error.copy())
+            member.send.finish(error.copy())
 
     def __repr__(self) -> str:
         return f"BatchSends({self.accumulator!r})"

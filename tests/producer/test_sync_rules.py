@@ -335,7 +335,7 @@ async def test_s8_a_send_cancelled_while_its_request_is_out_lets_go_of_everythin
 ) -> None:
     # Connections open to every broker first: on asyncio the first attempt is then the
     # connection's loop future, awaited in the caller's own coroutine (Producer.send,
-    # through Sender.start_lone).
+    # through Sender.start_first).
     async with make_producer(cluster, routing="classic_4_9") as p:
         for _ in range(12):
             await p.send(msg())

@@ -78,7 +78,7 @@ def test_frames_are_taken_once_in_order_and_marked_written() -> None:
 
 def test_a_request_whose_waiter_was_cancelled_before_its_write_is_never_written() -> None:
     # A caller awaiting the connection's future directly (Producer.send, through
-    # Sender.start_lone) cancels it when it gives up; the table has no other word of it.
+    # Sender.start_first) cancels it when it gives up; the table has no other word of it.
     inflight = table()
     gave_up, dropped = add(inflight)
     _, kept = add(inflight)
