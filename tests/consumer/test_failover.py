@@ -44,6 +44,11 @@ async def publish(cluster: DevClusterThread, count: int, prefix: str) -> dict[st
     return stored
 
 
+def stored_copies(cluster: DevClusterThread) -> int:
+    """Messages stored in ``Orders``, on every master, dead or alive."""
+    return len(cluster.messages("Orders"))
+
+
 async def until_copied(cluster: DevClusterThread, name: str) -> None:
     await until(lambda: cluster.replication(name)["behind"] == 0)
 
@@ -70,7 +75,9 @@ async def test_push_consumer_reads_on_from_the_slave_when_the_master_dies_mid_st
         gate.set()
         await until(lambda: set(delivered) >= set(stored))
     assert set(delivered) == set(stored)  # none lost, broker-a's from its slave
-    assert sum(delivered.values()) == len(stored)  # and none twice
+    # and each stored copy once (a send retried after a timeout on a loaded machine may
+    # store its message twice, under one msg id: that is the producer's, not a redelivery)
+    assert sum(delivered.values()) == stored_copies(cluster)
 
 
 async def test_reading_returns_to_the_master_when_it_is_back(cluster: DevClusterThread) -> None:
@@ -92,7 +99,7 @@ async def test_reading_returns_to_the_master_when_it_is_back(cluster: DevCluster
         assert "broker-a" in second.values()
         await until(lambda: set(delivered) >= set(first) | set(second))
     assert set(delivered) == set(first) | set(second)
-    assert sum(delivered.values()) == len(delivered)  # no duplicate in one member's run
+    assert sum(delivered.values()) == stored_copies(cluster)  # no redelivery
 
 
 async def test_producer_and_consumer_follow_a_promoted_master(cluster: DevClusterThread) -> None:
@@ -166,7 +173,7 @@ async def test_pull_consumer_reads_the_whole_topic_with_a_dead_master(
             while set(read) != set(stored):
                 for batch in (await c.getmany(timeout_ms=100)).values():
                     read.update(m.msg_id for m in batch)
-    assert sum(read.values()) == len(stored)
+    assert sum(read.values()) == stored_copies(cluster)
 
 
 async def test_dead_letters_are_read_from_the_slave_with_the_master_dead() -> None:
