@@ -165,6 +165,8 @@ class DevCluster(HaControl, TopicControl, ClusterView, AsyncLifecycle):
     ) -> None:
         if slaves not in (0, 1):
             raise ValueError(f"slaves={slaves}: 0 or 1 slave per broker group")
+        if slaves and (sink or pull_sink):
+            raise ValueError("slaves=1 copies stored messages: not with sink= or pull_sink=")
         if broker_version not in BROKER_VERSIONS:
             raise ValueError(f"broker_version {broker_version!r}: one of {sorted(BROKER_VERSIONS)}")
         self.broker_version = broker_version

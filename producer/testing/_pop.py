@@ -200,6 +200,15 @@ class PopSide:
             ResponseCode.SUCCESS, ext_fields=fields, body=body, remark="FOUND"
         )
 
+    def adopt(self, other: PopSide) -> None:
+        """Take over ``other``'s pops, as a promoted 5.x slave does: the check points
+        (written to the revive topic in the commit log, so copied with it), the orderly
+        locks and the pop offsets (synced with the consumer offsets). Here all as the old
+        master held them at its death, without the copy's lag."""
+        self._offsets.update(other._offsets)
+        self.checkpoints.adopt(other.checkpoints)
+        self.order_locks.adopt(other.order_locks)
+
     def _pop_queue(
         self, group: str, topic: str, qid: int, wanted: int, now: int, invisible: int,
         revive: int, sub: Subscription, init: InitMode, popped: _Popped,

@@ -16,6 +16,7 @@ message only when the messages before it are acked.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 __all__ = ["CheckPoint", "CheckPoints", "OrderLock", "OrderLocks"]
@@ -61,6 +62,11 @@ class CheckPoints:
     def add(self, ck: CheckPoint) -> None:
         key = (ck.group, ck.topic, ck.queue_id, ck.start_offset, ck.pop_time, ck.revive_qid)
         self._cks.setdefault(key, []).append(ck)
+
+    def adopt(self, other: CheckPoints) -> None:
+        """Take copies of ``other``'s check points (a promoted slave's, from its master)."""
+        for key, cks in other._cks.items():
+            self._cks.setdefault(key, []).extend(copy.deepcopy(cks))
 
     def ack(self, key: CkKey, offset: int) -> bool:
         """Mark ``offset`` acked on its check point; False when there is none (a stale
@@ -114,6 +120,11 @@ class OrderLocks:
 
     def get(self, group: str, topic: str, queue_id: int) -> OrderLock | None:
         return self._locks.get((group, topic, queue_id))
+
+    def adopt(self, other: OrderLocks) -> None:
+        """Take copies of ``other``'s locks and delivery counts (a promoted slave's)."""
+        self._locks.update(copy.deepcopy(other._locks))
+        self._counts.update(copy.deepcopy(other._counts))
 
     def lock(self, group: str, topic: str, queue_id: int, lock: OrderLock) -> dict[int, int]:
         """Hold the queue; returns each offset's earlier deliveries (then counts this one)."""

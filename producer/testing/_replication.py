@@ -14,22 +14,29 @@ each with its own store and server; a :class:`Replica` links them and moves thro
   record as it is (HA copies bytes): the same queue and commit-log offsets, store host and
   times, so a message id decoded from a pull on the slave names the master's address.
   Copies wake the slave's held pulls, as its reput service does.
-* The rest (``SlaveSynchronize.syncAll``, every 10 s while the slave knows a master
-  address, which the name server stops giving once the master is gone): topic configs and
-  consumer offsets, each with ``putAll`` - the master's entries overwrite the slave's (an
-  offset committed to the slave while the master was away is overwritten by the master's
-  older one at the first sync after it returns), entries the master lacks stay. The first
-  sync runs at the first tick (the real one 3 s after the slave starts). Subscription
-  groups are not copied: every dev broker creates them on first use
+* The rest (``SlaveSynchronize.syncAll``, every 10 s from the slave's start while it knows
+  a master address): topic configs and consumer offsets, each with ``putAll`` - the
+  master's entries overwrite the slave's, entries the master lacks stay. The first sync
+  runs at the first tick (the real one 3 s after the slave starts). Subscription groups
+  are not copied: every dev broker creates them on first use
   (``autoCreateSubscriptionGroup``), as the refmq kit's do. Delay offsets are not copied.
 * ORPHANED: the master's process is gone; nothing is copied or synced; the slave serves
-  what it has. ``master_back`` resumes copying from where the slave stopped.
+  what it has. ``master_back`` resumes copying at the HA client's next reconnect (it
+  retries every 5 s from the kill) and syncing once the slave knows the master's address
+  again: if the slave registered with the name server while the master was gone (at its
+  start, 10 s later, then every 30 s: ``registerBrokerAll``), the answer cleared that
+  address, and the syncs wait for its next registration. Checked on a real 4.9.4: an
+  offset committed to the slave while its master was dead stayed 14 s after the master's
+  return, and was overwritten by the master's older one 44 s after it.
 * ``promote`` (5.x controller mode / DLedger electing the slave): the slave becomes a
   master of the same broker name at its own address - it accepts sends from its copied
   commit-log end, answers END_TRANSACTION and runs the transaction check on the halves it
-  copied. Simpler than 5.x: no epoch or in-sync-replica set (with async copying, what the
-  slave had not copied is lost, as with ``enableElectUncleanMaster``), no election delay,
-  and delayed or timer messages waiting on the old master are not delivered by the new one.
+  copied, and (5.x) takes over the old master's pops in flight (``PopSide.adopt``: they
+  come back after their invisible time). Simpler than 5.x: no epoch or in-sync-replica
+  set (with async copying, what the slave had not copied is lost, as with
+  ``enableElectUncleanMaster``), no election delay, pops adopted as the old master held
+  them (not as copied), and delayed or timer messages waiting on the old master are not
+  delivered by the new one.
 """
 
 from __future__ import annotations
@@ -43,6 +50,9 @@ from producer.testing._broker import Broker
 __all__ = ["SYNC_INTERVAL_MS", "Lag", "Replica", "ReplicaState"]
 
 SYNC_INTERVAL_MS = 10_000  # BrokerController.handleSlaveSynchronize: every 10 s
+REGISTER_FIRST_MS = 10_000  # BrokerController.start: registerBrokerAll 10 s after start,
+REGISTER_PERIOD_MS = 30_000  # then every registerNameServerPeriod (30 s)
+HA_RECONNECT_MS = 5_000  # HAClient.run: a failed connect waits 5 s
 
 
 class ReplicaState(enum.Enum):
@@ -76,7 +86,10 @@ class Replica:
         self.state = ReplicaState.COPYING
         self._clock_ms = clock_ms
         self._copied = 0  # how many of the master's log entries the slave holds
+        self._start = clock_ms()  # the slave's start: its syncs and registrations keep time
         self._next_sync: int | None = None  # None: at the next tick
+        self._killed_at = 0
+        self._copy_from = 0  # no copy before this time (the HA client reconnecting)
         slave.role.slave = True
 
     def __repr__(self) -> str:
@@ -95,9 +108,10 @@ class Replica:
         if self.state is not ReplicaState.COPYING:
             return
         now = self._clock_ms()
-        self._copy(now)
+        if now >= self._copy_from:
+            self._copy(now)
         if self._next_sync is None or now >= self._next_sync:
-            self._next_sync = now + SYNC_INTERVAL_MS
+            self._next_sync = self._sync_after(now + 1)
             self.sync()
 
     def _copy(self, now: int) -> None:
@@ -125,14 +139,32 @@ class Replica:
         if self.state is ReplicaState.COPYING:
             self.state = ReplicaState.ORPHANED
             self.slave.role.master_alive = False
+            self._killed_at = self._clock_ms()
 
     def master_back(self) -> None:
-        """The master runs again: copying resumes where it stopped, a sync at the next
-        tick (the slave learns the master's address again from its next registration)."""
-        if self.state is ReplicaState.ORPHANED:
-            self.state = ReplicaState.COPYING
-            self.slave.role.master_alive = True
-            self._next_sync = None
+        """The master runs again: copying resumes where it stopped at the HA client's next
+        reconnect, syncing once the slave knows the master's address again (above)."""
+        if self.state is not ReplicaState.ORPHANED:
+            return
+        self.state = ReplicaState.COPYING
+        self.slave.role.master_alive = True
+        now, killed = self._clock_ms(), self._killed_at
+        retries = -(-(now - killed) // HA_RECONNECT_MS)  # ceil
+        self._copy_from = killed + retries * HA_RECONNECT_MS
+        cleared = self._registration_after(killed) < now  # registered while it was gone
+        known_at = self._registration_after(now) if cleared else now
+        self._next_sync = self._sync_after(known_at)
+
+    def _registration_after(self, t: int) -> int:
+        """The slave's first registration with the name server at or after ``t``."""
+        first = self._start + REGISTER_FIRST_MS
+        if t <= first:
+            return self._start if t <= self._start else first
+        return first + -(-(t - first) // REGISTER_PERIOD_MS) * REGISTER_PERIOD_MS
+
+    def _sync_after(self, t: int) -> int:
+        """The first sync tick at or after ``t`` (every 10 s from the slave's start)."""
+        return self._start + -(-(t - self._start) // SYNC_INTERVAL_MS) * SYNC_INTERVAL_MS
 
     def promote(self) -> Broker:
         """The slave becomes the group's master (see the theory of operation)."""
@@ -141,4 +173,6 @@ class Replica:
         self.state = ReplicaState.PROMOTED
         self.slave.role.slave = False
         self.slave.transactions.take_over()
+        if self.slave.pop is not None and self.master.pop is not None:  # 5.x
+            self.slave.pop.adopt(self.master.pop)
         return self.slave

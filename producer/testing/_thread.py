@@ -214,6 +214,11 @@ class DevClusterThread(ClosesOnExit):
 
     # -- replicated groups (slaves=1) ----------------------------------------------------
 
+    @property
+    def slave_addrs(self) -> dict[str, str]:
+        """Each replicated group's slave address, by broker name (empty without slaves)."""
+        return self._query(lambda: self.cluster.slave_addrs)
+
     def slave_addr(self, name: str) -> str:
         """The address of ``name``'s slave (brokerId 1)."""
         return self._query(lambda: self.cluster.slave_addr(name))

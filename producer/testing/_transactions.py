@@ -177,14 +177,13 @@ class Transactions:
     def take_over(self) -> None:
         """Become the master of a store copied from another (a promoted slave): the halves
         and their op records are the copied ones (the commit log holds both); the check
-        service starts again from the half queue's first offset."""
+        service, which never ran on the slave, starts from the half queue's first offset."""
         for message in self.store.messages(HALF_TOPIC):
             body = message.body if message.wire_body is None else message.wire_body
             size = stored_size(len(body), len(HALF_TOPIC), properties_length(message.properties))
             self._halves[message.commit_log_offset] = _Half(message, size)
         for op in self.store.messages(OP_TOPIC):
             self._done.update(int(o) for o in op.body.decode().split(OFFSET_SEPARATOR) if o)
-        self._checked_to = 0
 
     # -- END_TRANSACTION -----------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import pytest
 
 from producer._remoting.request_codes import RequestCode
 from producer.cli.cluster import add_cluster_arguments, run_cluster
-from producer.testing import DevCluster
+from producer.testing import DevCluster, DevClusterThread
 from tests.helpers.cluster_cli import Output
 from tests.testing.rawclient import RawClient, make_request
 
@@ -84,3 +84,17 @@ async def test_cli_with_slaves_announces_and_registers_them() -> None:
         assert f'"{name}":{{"brokerAddrs":{addrs}' in answer.body.decode()
     stop.set()
     assert await task == 0
+
+
+def test_the_thread_cluster_fails_and_promotes_masters_synchronously() -> None:
+    with DevClusterThread(brokers=1, topics={"Orders": 1}, slaves=1) as cluster:
+        slave = cluster.slave_addr("broker-a")
+        assert cluster.slave_addrs == {"broker-a": slave}
+        cluster.set_replication_lag("broker-a", messages=3)
+        cluster.kill_master("broker-a")
+        state = cluster.replication("broker-a")
+        assert (state["state"], state["lag_messages"]) == ("orphaned", 3)
+        cluster.restart_master("broker-a")
+        assert cluster.replication("broker-a")["master_alive"] is True
+        assert cluster.promote("broker-a") == slave == cluster.broker_addr("broker-a")
+        assert cluster.slave_consumer_offsets("broker-a") == {}

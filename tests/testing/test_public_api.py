@@ -67,6 +67,12 @@ def test_constructor_checks_its_arguments() -> None:
         DevCluster(brokers=3, broker_ports=[1, 2])
     with pytest.raises(KeyError, match="broker-q"):
         DevCluster(brokers=1).add_topic("T", 1, brokers=["broker-q"])
+    with pytest.raises(ValueError, match="0 or 1 slave per broker group"):
+        DevCluster(slaves=2)
+    with pytest.raises(ValueError, match="not with sink= or pull_sink="):
+        DevCluster(slaves=1, sink=True)
+    with pytest.raises(KeyError, match="start the cluster with slaves=1"):
+        DevCluster(brokers=1).slave_addr("broker-a")
 
 
 def test_broker_names_go_past_z() -> None:

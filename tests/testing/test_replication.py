@@ -1,12 +1,9 @@
 """The dev cluster's replicated groups (``slaves=1``) against raw requests: the slave's
 registration, its copy of the master's log with a lag on the cluster's clock, its answers
 as a 4.9.4 SLAVE (``PullMessageProcessor``, ``nextOffsetCorrection``,
-``SlaveSynchronize``), and ``kill_master`` / ``restart_master`` / ``promote``."""
+``SlaveSynchronize``), ``kill_master`` and ``restart_master``."""
 
 from __future__ import annotations
-
-import json
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -15,69 +12,23 @@ from producer._remoting.store_record import decode_records
 from producer._response_codes import ResponseCode
 from producer.testing import DevCluster
 from tests.helpers.clocks import START_MS
-from tests.testing import ha_probe
-from tests.testing.rawclient import RawClient, make_request, send_fields
+from tests.testing.rawclient import RawClient, make_request
+from tests.testing.replication_support import (  # the fixtures: clock, cluster
+    FLAG_COMMIT,
+    FLAG_SUBSCRIPTION,
+    GROUP,
+    TOPIC,
+    Clock,
+    clock_fixture,  # noqa: F401
+    cluster_fixture,  # noqa: F401
+    pull,
+    records,
+    request,
+    route,
+    send,
+)
 
 pytestmark = pytest.mark.anyio
-
-TOPIC = "HaTopic"
-GROUP = f"{TOPIC}G"  # ha_probe.pull's group
-FLAG_COMMIT, FLAG_SUBSCRIPTION = ha_probe.FLAG_COMMIT, ha_probe.FLAG_SUBSCRIPTION
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.ms = START_MS
-
-    def __call__(self) -> int:
-        return self.ms
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def cluster(clock: Clock) -> AsyncIterator[DevCluster]:
-    async with DevCluster(brokers=2, topics={TOPIC: 2}, slaves=1, clock_ms=clock) as cluster:
-        yield cluster
-
-
-def pull(offset: int, *, flag: int = FLAG_SUBSCRIPTION, commit: int = 0) -> object:
-    return ha_probe.pull(TOPIC, offset, flag, commit)
-
-
-async def request(addr: str, command: object) -> object:
-    async with await RawClient.connect(addr) as client:
-        return await client.request(command)  # type: ignore[arg-type]
-
-
-async def send(addr: str, count: int, *, first: int = 0) -> list[str]:
-    ids = []
-    async with await RawClient.connect(addr) as client:
-        for n in range(first, first + count):
-            props = f"UNIQ_KEY\x01HA{n:04d}\x02WAIT\x01true"
-            fields = send_fields(TOPIC, 0, properties=props)
-            answer = await client.request(
-                make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"m%d" % n)
-            )
-            assert answer.code == ResponseCode.SUCCESS, answer
-            ids.append(answer.ext_fields["msgId"])
-    return ids
-
-
-async def route(cluster: DevCluster) -> dict[str, dict[str, str]]:
-    answer = await request(
-        cluster.namesrv_addr, make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
-    )
-    body = json.loads(answer.body)  # type: ignore[attr-defined]
-    return {b["brokerName"]: b["brokerAddrs"] for b in body["brokerDatas"]}
-
-
-def records(answer: object) -> list[tuple[int, int, str, bytes]]:
-    found = decode_records(answer.body)  # type: ignore[attr-defined]
-    return [(r.queue_offset, r.commit_log_offset, r.store_host, r.body) for r in found]
 
 
 async def test_each_group_registers_its_slave_as_broker_id_1(cluster: DevCluster) -> None:
@@ -225,91 +176,6 @@ async def test_restarted_master_returns_to_the_route_and_the_slave_copies_on(
     assert [r[0] for r in records(await request(slave, pull(0)))] == [0, 1, 2]
 
 
-async def test_promote_gives_the_group_a_new_master_address(cluster: DevCluster) -> None:
-    old_master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
-    await send(old_master, 2)
-    cluster.tick()
-    new_master = await cluster.promote("broker-a")
-    assert new_master == slave == cluster.broker_addr("broker-a")
-    assert (await route(cluster))["broker-a"] == {"0": new_master}
-    ids = await send(new_master, 1, first=2)  # a slave refuses sends; the new master stores
-    answer = await request(new_master, pull(0))
-    assert [r[0] for r in records(answer)] == [0, 1, 2]
-    assert ids[0].startswith(new_master_id_prefix(new_master))
-    await cluster.restart_master("broker-a")  # the old master comes back as the slave
-    cluster.tick()
-    assert (await route(cluster))["broker-a"] == {"0": new_master, "1": old_master}
-    assert [r[0] for r in records(await request(old_master, pull(0)))] == [0, 1, 2]
-
-
-def new_master_id_prefix(addr: str) -> str:
-    host, port = addr.split(":")
-    return "".join(f"{int(p):02X}" for p in host.split(".")) + f"{int(port):08X}"
-
-
-async def test_promoted_master_ends_a_transaction_begun_on_the_old_one(
-    cluster: DevCluster,
-) -> None:
-    props = "TRAN_MSG\x01true\x02PGROUP\x01TxG\x02UNIQ_KEY\x01HALF1\x02WAIT\x01true"
-    fields = {**send_fields(TOPIC, 0, properties=props, sys_flag=4), "a": "TxG"}
-    half = await request(
-        cluster.broker_addr("broker-a"),
-        make_request(RequestCode.SEND_MESSAGE_V2, fields, body=b"tx"),
-    )
-    cluster.tick()
-    end = {
-        "producerGroup": "TxG",
-        "tranStateTableOffset": half.ext_fields["queueOffset"],  # type: ignore[attr-defined]
-        "commitLogOffset": str(int(half.ext_fields["msgId"][-16:], 16)),  # type: ignore[attr-defined]
-        "commitOrRollback": "8",
-        "fromTransactionCheck": "false",
-        "msgId": "HALF1",
-    }
-    on_slave = await request(
-        cluster.slave_addr("broker-a"), make_request(RequestCode.END_TRANSACTION, end)
-    )
-    assert on_slave.code == ResponseCode.SLAVE_NOT_AVAILABLE  # type: ignore[attr-defined]
-    new_master = await cluster.promote("broker-a")
-    ended = await request(new_master, make_request(RequestCode.END_TRANSACTION, end))
-    assert ended.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
-    assert [m.body for m in cluster.messages(TOPIC)] == [b"tx"]
-    assert cluster.open_transactions() == set()
-
-
-async def test_a_5x_slave_rejects_pulls_without_slave_read_enable(clock: Clock) -> None:
-    async with DevCluster(
-        brokers=1, topics={TOPIC: 1}, slaves=1, clock_ms=clock, broker_version="5.x"
-    ) as five:
-        answer = await request(five.slave_addr("broker-a"), pull(0))
-    assert (answer.code, answer.remark) == (  # type: ignore[attr-defined]
-        ResponseCode.SYSTEM_BUSY,
-        "[REJECTREQUEST]system busy, start flow control for a while",
-    )
-
-
-async def test_a_5x_slave_sends_readers_back_while_its_master_lives(clock: Clock) -> None:
-    async with DevCluster(
-        brokers=1,
-        topics={TOPIC: 1},
-        slaves=1,
-        clock_ms=clock,
-        broker_version="5.x",
-        slave_read_enable=True,
-    ) as five:
-        slave = five.slave_addr("broker-a")
-        await send(five.broker_addr("broker-a"), 2)
-        five.tick()
-        found = await request(slave, pull(0, flag=FLAG_SUBSCRIPTION | FLAG_COMMIT, commit=1))
-        assert found.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
-        assert five.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 1}}
-        at_end = await request(slave, pull(2))
-        assert at_end.code == ResponseCode.PULL_RETRY_IMMEDIATELY  # type: ignore[attr-defined]
-        assert at_end.ext_fields["suggestWhichBrokerId"] == "0"  # type: ignore[attr-defined]
-        await five.kill_master("broker-a")
-        alone = await request(slave, pull(2))
-        assert alone.code == ResponseCode.PULL_NOT_FOUND  # type: ignore[attr-defined]
-
-
 async def test_view_message_by_id_reads_the_copied_record_on_the_slave(
     cluster: DevCluster,
 ) -> None:
@@ -329,3 +195,80 @@ async def test_view_message_by_id_reads_the_copied_record_on_the_slave(
         ResponseCode.SYSTEM_ERROR,
         "can not find message by the offset, 999999999",
     )
+
+
+async def test_after_a_restart_syncs_wait_for_the_slaves_next_registration(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    """Checked on a real 4.9.4 (module _replication's docstring): an offset committed to
+    the slave while the master was dead outlives the master's return until the slave has
+    re-registered (10 s after its start, then every 30 s) and synced (every 10 s)."""
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    fields = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0", "commitOffset": "2"}
+    await request(master, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+    cluster.tick()
+    clock.ms += 5_000
+    await cluster.kill_master("broker-a")
+    await request(
+        slave, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, {**fields, "commitOffset": "5"})
+    )
+    clock.ms += 10_000  # the slave registered at 10 s, while its master was gone
+    await cluster.restart_master("broker-a")
+    await send(master, 1)
+    cluster.tick()  # 15 s: the HA client reconnects at 5 + 2 x 5 s: copies again
+    assert cluster.replication("broker-a")["behind"] == 0
+    clock.ms += 24_999  # 39.999 s: not registered again yet
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 5}}
+    clock.ms += 1  # 40 s: registered (the master's address again), then the 40 s sync
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 2}}
+
+
+async def _offsets_after_a_restart(
+    cluster: DevCluster, clock: Clock, killed_s: float, back_s: float
+) -> None:
+    """Master offset 2 synced at 0 s; the master killed at ``killed_s``; offset 5 committed
+    to the slave; the master back at ``back_s``."""
+    master, slave = cluster.broker_addr("broker-a"), cluster.slave_addr("broker-a")
+    fields = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0", "commitOffset": "2"}
+    await request(master, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+    cluster.tick()
+    clock.ms = START_MS + int(killed_s * 1000)
+    await cluster.kill_master("broker-a")
+    five = {**fields, "commitOffset": "5"}
+    await request(slave, make_request(RequestCode.UPDATE_CONSUMER_OFFSET, five))
+    clock.ms = START_MS + int(back_s * 1000)
+    await cluster.restart_master("broker-a")
+
+
+def synced_at(cluster: DevCluster, clock: Clock, seconds: float) -> None:
+    """The slave still has its own offset just before ``seconds``, the master's at it."""
+    clock.ms = START_MS + int(seconds * 1000) - 1
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 5}}
+    clock.ms += 1
+    cluster.tick()
+    assert cluster.slave_consumer_offsets("broker-a") == {f"{TOPIC}@{GROUP}": {0: 2}}
+
+
+async def test_a_restart_between_registrations_syncs_at_the_next_tick(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    # registrations at 0, 10, 40 s: none from 12 to 25 s, so the address is still known
+    await _offsets_after_a_restart(cluster, clock, 12, 25)
+    await send(cluster.broker_addr("broker-a"), 1)
+    clock.ms = START_MS + 26_999  # the HA client's retries: 12 + 3 x 5 s = 27 s
+    cluster.tick()
+    assert cluster.replication("broker-a")["behind"] == 1
+    clock.ms += 1
+    cluster.tick()
+    assert cluster.replication("broker-a")["behind"] == 0
+    synced_at(cluster, clock, 30)
+
+
+async def test_the_first_registration_is_10_s_after_the_slave_starts(
+    cluster: DevCluster, clock: Clock
+) -> None:
+    await _offsets_after_a_restart(cluster, clock, 7, 9)  # none from 7 to 9 s
+    synced_at(cluster, clock, 10)
