@@ -13,7 +13,14 @@ import anyio
 import pytest
 
 from producer import Message, Producer
-from producer.consumer import ConsumeStatus, DeadLetterQueue, PullConsumer, ReceivedMessage
+from producer.consumer import (
+    ConsumeStatus,
+    DeadLetterQueue,
+    PullConsumer,
+    ReceivedMessage,
+    SimpleConsumer,
+)
+from producer.errors import TransportError
 from producer.testing import DevClusterThread
 from tests.helpers.dead_letters import dead_letters
 from tests.helpers.push import FAST_LEVELS, consumer, until
@@ -196,3 +203,43 @@ async def test_dead_letters_are_read_from_the_slave_with_the_master_dead() -> No
         async with DeadLetterQueue("cg", cluster.namesrv_addr) as dlq:
             found = {letter.msg_id for letter in await dlq.read()}
     assert found == set(ids)
+
+
+class _Clock:
+    """The 5.x cluster's ``clock_ms`` and the consumer's clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.ms = 1_795_636_521_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+    def wall_ms(self) -> int:
+        return self.ms
+
+    def monotonic_ms(self) -> float:
+        return anyio.current_time() * 1000.0
+
+
+async def test_pops_in_flight_come_back_from_a_promoted_5x_master() -> None:
+    clock = _Clock()
+    with DevClusterThread(
+        brokers=1, topics={"Orders": 1}, slaves=1, clock_ms=clock, broker_version="5.x"
+    ) as cluster:
+        async with Producer("pg", namesrv=cluster.namesrv_addr) as producer:
+            sent = {(await producer.send(Message("Orders", b"p%d" % n))).msg_id for n in (0, 1)}
+        async with SimpleConsumer(
+            "pops", cluster.namesrv_addr, await_duration_ms=0, clock=clock
+        ) as consumer:
+            consumer.subscribe("Orders")
+            first = await consumer.receive(invisible_duration_ms=10_000)  # never acked
+            assert {m.msg_id for m in first} == sent
+            cluster.tick()  # the slave copies the log
+            cluster.promote("broker-a")
+            with pytest.raises(TransportError):
+                await consumer.receive()  # the dead master's connection; the route is due
+            assert await consumer.receive() == []  # the new master: still invisible
+            clock.ms += 10_001
+            cluster.tick()  # the new master revives them (5.x: check points in its log)
+            again = await consumer.receive()
+    assert sorted((m.msg_id, m.reconsume_times) for m in again) == sorted((i, 1) for i in sent)
