@@ -56,6 +56,11 @@ def stored_copies(cluster: DevClusterThread) -> int:
     return len(cluster.messages("Orders"))
 
 
+def committed_on_slave(cluster: DevClusterThread) -> int:
+    """Group ``cg``'s committed offsets of ``Orders`` on broker-a's slave, summed."""
+    return sum(cluster.slave_consumer_offsets("broker-a").get("Orders@cg", {}).values())
+
+
 async def until_copied(cluster: DevClusterThread, name: str) -> None:
     await until(lambda: cluster.replication(name)["behind"] == 0)
 
@@ -99,6 +104,9 @@ async def test_reading_returns_to_the_master_when_it_is_back(cluster: DevCluster
 
     async with consumer(cluster, listener, **SMALL):
         await until(lambda: set(delivered) >= set(first))  # broker-a's from the slave
+        # Committed to the slave while the master is gone, as RemoteBrokerOffsetStore does.
+        on_a = sum(b == "broker-a" for b in first.values())
+        await until(lambda: committed_on_slave(cluster) == on_a)
         cluster.restart_master("broker-a")
         # The slave copies nothing more: what follows is readable on the master only.
         cluster.set_replication_lag("broker-a", messages=1_000_000)
