@@ -1,7 +1,7 @@
 """A master SIGKILLed under a push consumer with a backlog, on a real cluster with slaves
 (docs/consuming.md 8.4): how long the group's reads pause, and whether all are read.
 
-    # a real 4.9.4: two groups, each an ASYNC_MASTER and a SLAVE, name server 127.0.0.1:9876
+    # a RocketMQ 4.9.4 of 2 groups, each a master and a slave, its name server on :9876
     mqadmin updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t Fo1 -r 4 -w 4
     sleep 11                                                  # the slave copies topic configs
     python -m benchmarks.failover_real --namesrv 127.0.0.1:9876 --topic Fo1 \\

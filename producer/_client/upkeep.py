@@ -70,12 +70,13 @@ class Maintenance:
         master down, say), every ``DEGRADED_ROUTE_POLL_MS``: a promoted master's new
         address is written to within seconds of the route naming it."""
         tick_ms = min(self.refresh_interval_ms, DEGRADED_ROUTE_POLL_MS)
-        last = self.clock.monotonic_ms()
+        waited_ms = 0.0  # slept, as before: an injected clock that stands still changes nothing
         while True:
             await anyio.sleep(tick_ms / 1000.0)
-            now = self.clock.monotonic_ms()
-            if now - last >= self.refresh_interval_ms or self.router.banned(int(now)):
-                last = now
+            waited_ms += tick_ms
+            banned = self.router.banned(int(self.clock.monotonic_ms()))
+            if waited_ms >= self.refresh_interval_ms or banned:
+                waited_ms = 0.0
                 await self.refresh_routes()
 
     async def refresh_routes(self) -> None:

@@ -55,7 +55,7 @@ from producer._remoting.requests import max_offset_request
 from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
-from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi
+from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi, TopicQueues
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import (
     AWAIT_DURATION_MS,
@@ -69,6 +69,7 @@ from producer.errors import (
     InvalidOptionError,
     LocalProtocolError,
     PopUnsupportedError,
+    ProducerError,
     TransportError,
 )
 
@@ -274,7 +275,12 @@ class SimpleConsumer(AsyncLifecycle):
             init_mode=InitMode.MAX, expression=self._subscriptions[topic], order=self.orderly,
         )  # fmt: skip
         timeout = poll_ms + self._request_timeout_ms
-        result = parse_pop_response(await api.client.invoke(addr, pop_request(params), timeout))
+        try:
+            response = await api.client.invoke(addr, pop_request(params), timeout)
+        except TransportError:  # its route is asked again before the next receive
+            api.nodes.failed(addr, api.clock.monotonic_ms())
+            raise
+        result = parse_pop_response(response)
         if not result.found:
             return []
         timing = PopTiming(sent_at, born, clock.monotonic_ms())
@@ -378,7 +384,7 @@ class SimpleConsumer(AsyncLifecycle):
             raise LocalProtocolError("subscribe() to a topic before receive()")
         pairs: list[Pair] = []
         for topic in sorted(self._subscriptions):
-            queues = api.cached(topic) or await api.refresh(topic)
+            queues = await self._route(api, topic)
             brokers = sorted({q.broker_name for q in queues.queues})
             pairs += [
                 (topic, b, queues.broker_addrs[b]) for b in brokers if b in queues.broker_addrs
@@ -386,6 +392,20 @@ class SimpleConsumer(AsyncLifecycle):
         if not pairs:
             raise LocalProtocolError(f"no readable queue for {sorted(self._subscriptions)}")
         return pairs
+
+    @staticmethod
+    async def _route(api: BrokerApi, topic: str) -> TopicQueues:
+        """The cached route; asked again after a broker failed (every 2 s while one is
+        down: a dead master leaves it, a promoted one's new address comes in)."""
+        cached = api.cached(topic)
+        if cached is None or api.nodes.route_due(topic, api.clock.monotonic_ms()):
+            try:
+                return await api.refresh(topic)
+            except ProducerError:
+                if cached is None:
+                    raise
+        assert cached is not None
+        return cached
 
     async def _in_turn(self, api: BrokerApi, failed: dict[Pair, TransportError]) -> list[Pair]:
         """Every subscribed topic's brokers, checked (:meth:`_check_version`; one that
