@@ -44,6 +44,7 @@ from producer._remoting.consumer_requests import (
     unregister_consumer_request,
     update_offset_request,
 )
+from producer._remoting.delay_levels import DelayLevels
 from producer._remoting.message_codec import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK
 from producer._remoting.namespace import wrap
 from producer._remoting.properties import (
@@ -386,7 +387,7 @@ class BrokerApi:
         props[RETRY_TOPIC] = wrap(self.namespace, message.topic)
         props[RECONSUME_TIME] = str(reconsume_times)
         props[MAX_RECONSUME_TIMES] = str(max_reconsume_times)
-        props[DELAY] = str(3 + message.reconsume_times)
+        props[DELAY] = str(DelayLevels.retry_level(message.reconsume_times))
         last: ProducerError | None = None
         properties = encode_properties(props)
         now = self.clock.monotonic_ms()
