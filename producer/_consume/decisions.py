@@ -9,15 +9,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import ConsumeFromWhere
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels, send_back_level
 from producer._remoting.retry_topics import RETRY_PREFIX, dlq_topic, is_dead_letter
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.consumer.status import ConsumeStatus
 
 __all__ = [
     "LOCK_MAX_LIVE_MS",
     "EXPIRED_PER_SWEEP",
-    "ConsumeStatus",
     "Fate",
     "FlowLimits",
     "NextStep",
@@ -39,14 +39,6 @@ EXPIRED_PER_SWEEP = 16  # cleanExpiredMsg looks at this many messages per queue
 LOCK_MAX_LIVE_MS = 30_000.0  # a queue counts as locked this long after the last lock
 SUSPEND_MIN_MS, SUSPEND_MAX_MS = 10, 30_000
 BROKER_LEVELS = parse_delay_levels()  # the broker's messageDelayLevel, as shipped
-
-
-class ConsumeStatus(enum.Enum):
-    """A listener's answer for its batch (``ConsumeConcurrentlyStatus``). For an orderly
-    consumer RECONSUME_LATER is Java's SUSPEND_CURRENT_QUEUE_A_MOMENT."""
-
-    SUCCESS = "CONSUME_SUCCESS"
-    RECONSUME_LATER = "RECONSUME_LATER"
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ from producer._remoting.properties import (
 )
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.send_header import DEFAULT_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
+from producer._types.reply import Reply
 from producer.errors import NotARequestError, RemoteProtocolError
 
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"  # MixAll.REPLY_TOPIC_POSTFIX
@@ -92,29 +93,17 @@ class Request(Protocol):
     def properties(self) -> Mapping[str, str]: ...
 
 
-class Reply(msgspec.Struct, frozen=True):
-    """A reply made by :func:`create_reply`; send it with ``Producer.send_reply``.
-
-    ``topic`` is ``<cluster>_REPLY_TOPIC``; ``correlation_id``, ``reply_to_client`` and
-    ``ttl`` are the request's."""
-
-    topic: str
-    body: bytes
-    correlation_id: str
-    reply_to_client: str
-    ttl: str
-
-    def properties(self, uniq_key: str) -> str:
-        """The reply's properties as ``createReplyMessage`` + ``send`` leave them (#64)."""
-        return encode_java_map(
-            {
-                MSG_TYPE: REPLY_MESSAGE_FLAG,
-                CORRELATION_ID: self.correlation_id,
-                REPLY_TO_CLIENT: self.reply_to_client,
-                TTL: self.ttl,
-                UNIQ_KEY: uniq_key,
-            }
-        )
+def reply_properties(reply: Reply, uniq_key: str) -> str:
+    """The reply's properties as ``createReplyMessage`` + ``send`` leave them (#64)."""
+    return encode_java_map(
+        {
+            MSG_TYPE: REPLY_MESSAGE_FLAG,
+            CORRELATION_ID: reply.correlation_id,
+            REPLY_TO_CLIENT: reply.reply_to_client,
+            TTL: reply.ttl,
+            UNIQ_KEY: uniq_key,
+        }
+    )
 
 
 def create_reply(request: Request, body: bytes) -> Reply:
@@ -160,7 +149,7 @@ def reply_send_command(
         "f": "0",
         "g": str(born_timestamp),
         "h": "0",
-        "i": reply.properties(uniq_key),
+        "i": reply_properties(reply, uniq_key),
         "j": "0",
         "k": "false",
         "m": "false",

@@ -15,11 +15,12 @@ from producer._client.in_turn import InTurn
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._remoting.command import OutgoingRequest
-from producer._remoting.reply import Reply, reply_send_command
+from producer._remoting.reply import reply_send_command
 from producer._remoting.send_header import parse_send_response
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._response_codes import ResponseCode
 from producer._types.message import MessageQueue
+from producer._types.reply import Reply
 from producer._types.send_result import SendResult
 from producer.errors import LocalProtocolError, ReplyRefusedError
 

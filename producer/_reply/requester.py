@@ -35,7 +35,6 @@ from anyio.abc import TaskGroup
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
-from producer._consume.received import ReceivedMessage
 from producer._remoting.command import RemotingCommand
 from producer._remoting.properties import UNIQ_KEY
 from producer._remoting.reply import (
@@ -49,6 +48,7 @@ from producer._remoting.requests import heartbeat_request
 from producer._remoting.route import TopicRouteData, master_addresses
 from producer._remoting.send_header import DEFAULT_TOPIC
 from producer._response_codes import ResponseCode
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import MessageQueue
 from producer.errors import (
     BrokerError,

@@ -22,20 +22,15 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from producer._consume.decisions import (
-    ConsumeStatus,
-    Fate,
-    NextStep,
-    expired,
-    sent_back_fate,
-    settle,
-)
+from producer._consume.decisions import Fate, NextStep, expired, sent_back_fate, settle
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel
+from producer._types.consumer.context import ConsumeContext
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.consumer.status import ConsumeStatus
 from producer.consumer._consumption import Consumption
 from producer.consumer._failure_log import log_failed
-from producer.consumer._listener import ConsumeContext, ListenerCall, Verdict
+from producer.consumer._listener import ListenerCall, Verdict
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")

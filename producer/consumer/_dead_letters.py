@@ -12,20 +12,20 @@ from __future__ import annotations
 import random
 import ssl as ssl_module
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
-from producer._consume.received import ReceivedMessage
 from producer._lifecycle import AsyncLifecycle
-from producer._remoting.acl import Credentials
 from producer._remoting.consumer_requests import PullStatus
-from producer._remoting.properties import KEYS, RESERVED_PROPERTY_NAMES, RETRY_TOPIC, TAGS
+from producer._remoting.properties import RETRY_TOPIC
 from producer._remoting.retry_topics import dlq_topic
 from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
+from producer._types.consumer.dead_letter import DeadLetter
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.credentials import Credentials
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
 from producer.consumer._broker_api import BrokerApi
@@ -55,48 +55,6 @@ READ_TIMEOUT_MS = 5000.0
 #: ``DeadLetter.redriven`` and ``redrive`` refuses a letter already re-driven.
 REDRIVEN_MSG_ID = "REDRIVEN_MSG_ID"
 REDRIVEN_AT_MS = "REDRIVEN_AT_MS"
-
-
-@dataclass(frozen=True)
-class DeadLetter:
-    """One message of a dead-letter queue, the topic it died on, and whether this tool
-    re-drove it already (``redriven_at_ms``: when, epoch ms)."""
-
-    message: ReceivedMessage
-    original_topic: str | None  # RETRY_TOPIC; None if the message does not say
-    redriven_at_ms: int | None = None
-
-    @property
-    def redriven(self) -> bool:
-        """Whether this letter was sent back to its topic already."""
-        return self.redriven_at_ms is not None
-
-    @property
-    def msg_id(self) -> str:
-        """The dead message's id."""
-        return self.message.msg_id
-
-    def redrive_message(self) -> Message:
-        """The copy to publish: same body, tags, keys, user properties and msg_id. A body
-        that cannot be decoded raises :class:`~producer.errors.UndecodableBodyError`
-        (install the extra it names, or it is corrupt)."""
-        if self.original_topic is None:
-            raise LocalProtocolError(
-                f"dead letter {self.msg_id} has no RETRY_TOPIC property: its topic is unknown"
-            )
-        if self.message.undecodable is not None:  # never re-publish undecoded bytes as a body
-            raise self.message.undecodable
-        props = self.message.properties
-        user = {k: v for k, v in props.items() if k not in RESERVED_PROPERTY_NAMES}
-        keys = props.get(KEYS)
-        return Message(
-            self.original_topic,
-            self.message.body,
-            tags=props.get(TAGS),
-            keys=keys.split() if keys else None,
-            properties=user,
-            msg_id=self.msg_id,
-        )
 
 
 class DeadLetterQueue(AsyncLifecycle):

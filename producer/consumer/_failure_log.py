@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 
 from producer._consume.decisions import Fate, NextStep
-from producer._consume.received import ReceivedMessage
+from producer._types.consumer.received import ReceivedMessage
 
 __all__ = ["log_failed"]
 

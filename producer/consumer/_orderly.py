@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 
 from producer._consume.decisions import (
-    ConsumeStatus,
     Fate,
     NextStep,
     OrderlyRetry,
@@ -25,13 +24,15 @@ from producer._consume.decisions import (
     suspend_ms,
 )
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel
+from producer._types.consumer.context import ConsumeContext
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.consumer.status import ConsumeStatus
 from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._consumption import Consumption
 from producer.consumer._failure_log import log_failed
-from producer.consumer._listener import RUN_MAX, ConsumeContext, ListenerCall, Verdict
+from producer.consumer._listener import RUN_MAX, ListenerCall, Verdict
 from producer.consumer._options import ORDERLY_MAX_RECONSUME_TIMES
 from producer.errors import ProducerError, UndecodableBodyError
 

@@ -24,10 +24,9 @@ from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
 from producer._consume.decisions import StartFrom, start_from
 from producer._consume.offsets import OffsetTable
-from producer._consume.policy import ConsumeRetryPolicy
 from producer._consume.process_queue import ProcessQueue
-from producer._lifecycle import AsyncLifecycle, LifecycleState, exit_noting_cancel
-from producer._remoting.acl import Credentials, signer_for
+from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
+from producer._remoting.acl import signer_for
 from producer._remoting.allocate import allocate_averagely
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import ConsumerData, MessageModel
@@ -40,6 +39,9 @@ from producer._remoting.validation import check_group
 from producer._trace.records import trace_topic
 from producer._transport import current_runtime
 from producer._transport.base import client_tls
+from producer._types.consumer.retry_policy import ConsumeRetryPolicy
+from producer._types.credentials import Credentials
+from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import MessageQueue
 from producer.consumer._concurrent import ConcurrentConsumption
 from producer.consumer._connect import Identity

@@ -27,9 +27,9 @@ import anyio
 from producer._consume.decisions import flow_blocked
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel, PullParams, PullResult, PullStatus
 from producer._remoting.subscription import Subscription
+from producer._types.consumer.received import ReceivedMessage
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._options import ConsumerOptions
 from producer.consumer._pull_ahead import PullAhead

@@ -26,16 +26,8 @@ from collections.abc import Sequence
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
-from producer._consume.pop import (
-    PoppedMessage,
-    PopTiming,
-    Receipt,
-    ReceiptState,
-    decide,
-    popped_messages,
-)
+from producer._consume.pop import PopTiming, decide, popped_messages
 from producer._lifecycle import ENDED, AsyncLifecycle
-from producer._remoting.acl import Credentials
 from producer._remoting.pop_batch_ack import batch_ack_request
 from producer._remoting.pop_requests import (
     MAX_POP_MESSAGES,
@@ -55,6 +47,8 @@ from producer._remoting.requests import max_offset_request
 from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
+from producer._types.consumer.popped import PoppedMessage, Receipt, ReceiptState
+from producer._types.credentials import Credentials
 from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import (
