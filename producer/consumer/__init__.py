@@ -1,6 +1,15 @@
 """The consuming side of retry: a push consumer with RECONSUME_LATER, delay levels,
 dead-letter queues and offsets that never pass a message in flight (docs/consuming.md).
 
+It exports the consumers (``PushConsumer``, ``PullConsumer``, ``SimpleConsumer`` for
+pop, ``PopConsumer``), the dead-letter tool (``DeadLetterQueue``), the value types a
+listener sees or sets (``ReceivedMessage``, ``PoppedMessage``, ``ConsumeStatus``,
+``ConsumeContext``, ``ConsumeRetryPolicy``, ``DeadLetter``, ``MessageQueue``, ``Reply``
+and the trace records ``PubRecord`` / ``SubBeforeRecord`` / ``SubAfterRecord``; all
+defined in ``producer._types``), and the helpers ``create_reply``, ``decode_records``,
+``read_trace``, ``retry_topic`` and ``dlq_topic``. Its ``_`` modules are the I/O shell
+over the pure core ``producer._consume``.
+
 ::
 
     async def handle(messages):
