@@ -18,7 +18,7 @@ from producer._types.consumer.status import ConsumeStatus
 __all__ = [
     "LOCK_MAX_LIVE_MS",
     "EXPIRED_PER_SWEEP",
-    "Fate",
+    "DeliveryFate",
     "FlowLimits",
     "NextStep",
     "OrderlyRetry",
@@ -72,7 +72,7 @@ class NextStep(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Fate:
+class DeliveryFate:
     """A failed delivery's next step, as the failure's log line says it: delivery
     ``attempt`` (1-based) of at most ``attempts`` (``None``: no limit, orderly's default),
     and for a retry its delay ``level`` and wait (``delay_ms``, the broker's default table
@@ -102,7 +102,7 @@ def sent_back_fate(
     *,
     resent: bool = False,
     levels: DelayLevels = BROKER_LEVELS,
-) -> Fate:
+) -> DeliveryFate:
     """What the broker does with a message sent back at ``delay_level`` after its
     delivery number ``reconsume_times + 1`` failed (``consumerSendMsgBack``,
     docs/consuming.md 3.1): the DLQ once out of attempts or asked (level < 0), else a
@@ -112,9 +112,9 @@ def sent_back_fate(
     attempt, attempts = reconsume_times + 1, max_reconsume_times + 1
     counted, asked = (reconsume_times + 1, 0) if resent else (reconsume_times, delay_level)
     if is_dead_letter(counted, max_reconsume_times, asked):
-        return Fate(NextStep.DEAD_LETTER, attempt, attempts)
+        return DeliveryFate(NextStep.DEAD_LETTER, attempt, attempts)
     level = levels.clamp(send_back_level(asked, reconsume_times))
-    return Fate(NextStep.RETRY, attempt, attempts, level, levels.delay_ms(level))
+    return DeliveryFate(NextStep.RETRY, attempt, attempts, level, levels.delay_ms(level))
 
 
 def settle_batch(queue: ProcessQueue, settled: Iterable[ReceivedMessage]) -> int | None:

@@ -67,7 +67,7 @@ log = logging.getLogger("producer")
 SendRequest = Callable[[Callable[[str], str], float], Awaitable[object]]
 
 
-class _Waiter:
+class _ReplyWaiter:
     """One request's outcome: set once, by the push, the sweeper or close."""
 
     __slots__ = ("error", "event", "reply", "timeout_ms")
@@ -105,7 +105,7 @@ class Requester:
         self._clock = clock
         self._rng = rng
         self._tg = tg
-        self._pending: PendingRequests[_Waiter] = PendingRequests()
+        self._pending: PendingRequests[_ReplyWaiter] = PendingRequests()
         self._ready_topics: set[str] = set()
         self._heartbeated: set[str] = set()
         self._wake = anyio.Event()
@@ -117,7 +117,7 @@ class Requester:
         await self._reply_brokers_ready(topic, deadline)
         correlation_id = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         ttl = int(timeout_ms)
-        waiter = _Waiter(timeout_ms)
+        waiter = _ReplyWaiter(timeout_ms)
         self._pending.add(correlation_id, deadline, waiter)
         self._start_sweeper()
         try:

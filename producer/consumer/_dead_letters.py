@@ -39,7 +39,7 @@ __all__ = ["DeadLetterQueue"]
 PULL_BATCH = 32
 
 
-class Sender(Protocol):
+class RedriveSender(Protocol):
     """The send pipeline a re-drive needs: a started ``Producer`` fits. Typed by what it
     does, so this layer does not import the facade above it."""
 
@@ -145,7 +145,7 @@ class DeadLetterQueue(AsyncLifecycle):
         return [by_id[i] for i in msg_ids]
 
     async def redrive(
-        self, letters: Sequence[DeadLetter], producer: Sender, *, again: bool = False
+        self, letters: Sequence[DeadLetter], producer: RedriveSender, *, again: bool = False
     ) -> list[SendResult]:
         """Publish each letter's copy to its original topic through ``producer`` (a
         :class:`~producer.Producer`: anything whose ``send`` the caller already owns), then

@@ -23,7 +23,7 @@ from producer.consumer._offset_stores import BrokerOffsets
 from producer.consumer._options import ConsumerOptions
 from producer.consumer._orderly import OrderlyConsumption, lock_queues
 from producer.consumer._queue_worker import QueueWorker
-from producer.consumer._running import Running
+from producer.consumer._running import StartedPush
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -57,7 +57,7 @@ class HeldQueues:
         """Orderly clustering consumption holds a broker lock on each of its queues."""
         return self.options.orderly and self.options.model is MessageModel.CLUSTERING
 
-    async def take(self, r: Running, queue: MessageQueue) -> bool:
+    async def take(self, r: StartedPush, queue: MessageQueue) -> bool:
         """Hold ``queue`` (its worker starts later); False if it cannot be held yet."""
         pq = ProcessQueue(queue)
         try:
@@ -84,7 +84,7 @@ class HeldQueues:
         self.starting.append(worker)
         return True
 
-    async def _start_offset(self, r: Running, queue: MessageQueue) -> int:
+    async def _start_offset(self, r: StartedPush, queue: MessageQueue) -> int:
         stored = await r.store.read(queue)
         where = start_from(stored, self.options.consume_from, queue.topic)
         if where is StartFrom.STORED:
@@ -97,7 +97,7 @@ class HeldQueues:
         timestamp = self.options.consume_timestamp_ms or 0
         return await r.api.search_offset(queue, timestamp)
 
-    async def give_up(self, r: Running, queue: MessageQueue) -> None:
+    async def give_up(self, r: StartedPush, queue: MessageQueue) -> None:
         """Stop pulling ``queue``; persist its offset once (another member takes it next).
 
         Orderly: first let the batch in flight settle (or keep the queue until the next
@@ -129,7 +129,7 @@ class HeldQueues:
             held.setdefault(queue.broker_name, []).append(worker.pq)
         return held
 
-    async def lock_all(self, r: Running) -> None:
+    async def lock_all(self, r: StartedPush) -> None:
         """``lockAll``: renew the lock of every held queue, broker by broker."""
         for broker, pqs in self._by_broker().items():
             try:
@@ -137,7 +137,7 @@ class HeldQueues:
             except ProducerError as exc:
                 log.info("%s: locking queues on %s failed: %s", self.group, broker, exc)
 
-    async def unlock_all(self, r: Running) -> None:
+    async def unlock_all(self, r: StartedPush) -> None:
         """``unlockAll`` at close: release every held queue's lock, waiting for answers."""
         for broker, pqs in self._by_broker().items():
             try:

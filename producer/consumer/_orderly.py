@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from producer._consume.decisions import (
-    Fate,
+    DeliveryFate,
     NextStep,
     OrderlyRetry,
     lock_valid,
@@ -239,13 +239,13 @@ class OrderlyConsumption(Consumption):
 
     def _fates(
         self, fresh: list[ReceivedMessage], buried: list[ReceivedMessage], pause: float
-    ) -> list[Fate]:
+    ) -> list[DeliveryFate]:
         most = self.options.max_reconsume_times
         attempts = None if most >= ORDERLY_MAX_RECONSUME_TIMES else most + 1
         return [
-            Fate(NextStep.DEAD_LETTER, m.reconsume_times + 1, attempts)
+            DeliveryFate(NextStep.DEAD_LETTER, m.reconsume_times + 1, attempts)
             if m in buried
-            else Fate(NextStep.AGAIN_HERE, m.reconsume_times + 1, attempts, delay_ms=pause)
+            else DeliveryFate(NextStep.AGAIN_HERE, m.reconsume_times + 1, attempts, delay_ms=pause)
             for m in fresh
         ]
 

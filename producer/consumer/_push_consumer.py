@@ -51,7 +51,7 @@ from producer.consumer._offset_stores import DEFAULT_OFFSET_DIR
 from producer.consumer._options import DEFAULT_OPTIONS as _C
 from producer.consumer._options import ConsumerOptions
 from producer.consumer._route_watch import RouteWatch
-from producer.consumer._running import Running, start_running
+from producer.consumer._running import StartedPush, start_push
 from producer.consumer._sql_filters import check_in_broker, subscription_for
 from producer.consumer._subscribe_checks import check_subscription
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
@@ -152,7 +152,7 @@ class PushConsumer(AsyncLifecycle):
         )
         self._rebalance_wanted = anyio.Event()
         self._routes = RouteWatch(group)
-        self._running: Running | None = None  # built by start(), kept after aclose()
+        self._running: StartedPush | None = None  # built by start(), kept after aclose()
 
     def __repr__(self) -> str:
         return (
@@ -235,7 +235,7 @@ class PushConsumer(AsyncLifecycle):
             sweep_ms = self.options.consume_timeout_ms
             r.tg.start_soon(self._every, sweep_ms, self._sweep, r.consumption)
 
-    async def _open(self, listener: Listener) -> Running:
+    async def _open(self, listener: Listener) -> StartedPush:
         runtime = current_runtime()
         who = Identity(
             self.group,
@@ -246,7 +246,7 @@ class PushConsumer(AsyncLifecycle):
             self.options.connect_timeout_ms,
             self.namespace,
         )
-        return await start_running(
+        return await start_push(
             runtime,
             who,
             self._given_clock or LoopClock(runtime.loop_time),
@@ -290,11 +290,11 @@ class PushConsumer(AsyncLifecycle):
             except ProducerError as exc:
                 log.warning("%s: %s failed: %s", self.group, job, exc)
 
-    async def _heartbeat(self, r: Running) -> None:
+    async def _heartbeat(self, r: StartedPush) -> None:
         await self._refresh_routes(r)
         await r.api.heartbeat(self._consumer_data())
 
-    async def _persist(self, r: Running, *, final: bool = False) -> None:
+    async def _persist(self, r: StartedPush, *, final: bool = False) -> None:
         await r.store.persist(self.offsets.to_persist(set(self._held.workers)), final=final)
 
     async def _sweep(self, consumption: ConcurrentConsumption) -> None:
@@ -303,7 +303,7 @@ class PushConsumer(AsyncLifecycle):
     def _needs_locks(self) -> bool:
         return self.options.orderly and self.options.model is MessageModel.CLUSTERING
 
-    async def _rebalance_loop(self, r: Running) -> None:
+    async def _rebalance_loop(self, r: StartedPush) -> None:
         while True:
             with anyio.move_on_after(self.options.rebalance_interval_ms / 1000.0):
                 await self._rebalance_wanted.wait()
@@ -312,18 +312,18 @@ class PushConsumer(AsyncLifecycle):
                 await r.api.heartbeat(self._consumer_data())  # new brokers learn of us
             await self._rebalance(r)
 
-    async def _refresh_routes(self, r: Running) -> bool:
+    async def _refresh_routes(self, r: StartedPush) -> bool:
         """Fetch every subscribed topic's route; True if one that was missing appeared."""
         return await self._routes.refresh(r.api, self._subscriptions)
 
-    async def _route_found(self, r: Running) -> None:
+    async def _route_found(self, r: StartedPush) -> None:
         """A missing topic appeared: its brokers learn of us, then we rebalance at once."""
         await r.api.heartbeat(self._consumer_data())
         self._rebalance_wanted.set()
 
     # -- rebalance -----------------------------------------------------------------------
 
-    async def _rebalance(self, r: Running) -> None:
+    async def _rebalance(self, r: StartedPush) -> None:
         changed = False
         for topic in list(self._subscriptions):
             try:
@@ -339,7 +339,7 @@ class PushConsumer(AsyncLifecycle):
             if not worker.pq.dropped:
                 r.tg.start_soon(worker.run)
 
-    async def _rebalance_topic(self, r: Running, topic: str) -> bool:
+    async def _rebalance_topic(self, r: StartedPush, topic: str) -> bool:
         queues = r.api.cached(topic)
         if queues is None:
             return False

@@ -45,7 +45,7 @@ from producer.errors import ProducerError
 log = logging.getLogger("producer.consumer")
 
 
-class Consumption(Protocol):
+class ConsumptionPort(Protocol):
     """What a queue's pull loop hands its messages to: concurrent or orderly."""
 
     def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None: ...
@@ -63,7 +63,7 @@ class QueueWorker:
         sub_version: Callable[[], int],
         api: BrokerApi,
         offsets: OffsetTable,
-        consumption: Consumption,
+        consumption: ConsumptionPort,
         options: ConsumerOptions,
     ) -> None:
         self.pq = pq

@@ -29,7 +29,7 @@ from producer._response_codes import ResponseCode
 from producer.testing._broker import not_supported
 from producer.testing._java_order import java_hash_order
 from producer.testing._namesrv_admin import NAMESRV_ADMIN_CODES, answer_namesrv_admin
-from producer.testing._server import Channel, Decider, Reply
+from producer.testing._server import Channel, Decider, ServerReply
 from producer.testing._store import TopicConfig
 
 __all__ = ["NameServer"]
@@ -136,7 +136,7 @@ class NameServer:
 
     # -- RequestHandler ------------------------------------------------------------------
 
-    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> ServerReply | None:
         request = decode_payload(payload)
         if request.is_response:
             return None
@@ -149,7 +149,7 @@ class NameServer:
             response = not_supported(request)
         if request.is_oneway:
             return None
-        return Reply(encode_frame(response), decision.delay)
+        return ServerReply(encode_frame(response), decision.delay)
 
     def route_response(self, request: RemotingCommand) -> RemotingCommand:
         topic = request.field("topic")

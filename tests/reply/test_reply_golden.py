@@ -18,7 +18,7 @@ from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.reply import create_reply, reply_send_command, request_properties
 from producer._remoting.request_codes import FLAG_RESPONSE, LanguageCode, RequestCode
 from producer._remoting.requests import SendRequestFactory, build_send_request, heartbeat_request
-from producer._reply.requester import Requester, _Waiter
+from producer._reply.requester import Requester, _ReplyWaiter
 from producer._types.message import MessageQueue
 from producer.consumer import ReceivedMessage
 from producer.testing._broker import Broker
@@ -175,7 +175,7 @@ def requester() -> Requester:
 @pytest.mark.anyio
 async def test_our_answer_to_the_push_is_the_recorded_one_and_the_reply_is_handed_over() -> None:
     ours = requester()
-    waiter = _Waiter(5000)
+    waiter = _ReplyWaiter(5000)
     ours._pending.add("0bd7cb5d-d699-4bb1-ad8f-3e1ff48cbefd", 5000.0, waiter)
     answer = ours.receive("127.0.0.2:10911", golden(65))
     answer.flag = FLAG_RESPONSE  # the connection sets these on a peer request's answer
