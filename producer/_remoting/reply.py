@@ -14,6 +14,8 @@ The broker pushes it to the requester as PUSH_REPLY_MESSAGE_TO_CLIENT (326) with
 
 Java keeps properties in a ``HashMap`` and writes them in its iteration order; so does
 this module (:func:`java_map_order`), which is why our frames equal the recorded ones.
+The order needs Java's ``String.hashCode``: callers pass it (``string_hash``; its one
+definition is ``latency_fault.java_string_hash``), so the wire core imports no router.
 
 :class:`PendingRequests` is the requester's table of requests awaiting a reply, keyed by
 ``CORRELATION_ID``, with one heap of deadlines that a single sweeper drains (no timer per
@@ -23,12 +25,11 @@ request; Java scans its table once a second, ``RequestFutureHolder``).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
 import msgspec
 
-from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message_codec import decompress_body
 from producer._remoting.properties import (
@@ -56,7 +57,10 @@ def reply_topic(cluster: str) -> str:
     return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
-def java_map_order(names: Sequence[str]) -> list[str]:
+StringHash = Callable[[str], int]  # Java's String.hashCode
+
+
+def java_map_order(names: Sequence[str], string_hash: StringHash) -> list[str]:
     """The order a ``java.util.HashMap`` iterates ``names`` put in this order: by bucket
     (the spread ``hashCode`` masked by the table size), then by insertion."""
     capacity = _HASHMAP_CAPACITY
@@ -64,26 +68,29 @@ def java_map_order(names: Sequence[str]) -> list[str]:
         capacity *= 2
 
     def bucket(name: str) -> int:
-        h = java_string_hash(name) & 0xFFFFFFFF
+        h = string_hash(name) & 0xFFFFFFFF
         return (h ^ (h >> 16)) & (capacity - 1)
 
     position = {name: i for i, name in enumerate(names)}
     return sorted(names, key=lambda name: (bucket(name), position[name]))
 
 
-def encode_java_map(properties: Mapping[str, str]) -> str:
+def encode_java_map(properties: Mapping[str, str], string_hash: StringHash) -> str:
     """``MessageDecoder.messageProperties2String`` of a HashMap filled in this order."""
-    return encode_properties((name, properties[name]) for name in java_map_order(list(properties)))
+    order = java_map_order(list(properties), string_hash)
+    return encode_properties((name, properties[name]) for name in order)
 
 
-def request_properties(encoded: str, correlation_id: str, client_id: str, ttl_ms: int) -> str:
+def request_properties(
+    encoded: str, correlation_id: str, client_id: str, ttl_ms: int, string_hash: StringHash
+) -> str:
     """A send's properties turned into a request's: the three request properties put
     last, the whole in HashMap order (golden #58)."""
     properties = decode_properties(encoded)
     properties[CORRELATION_ID] = correlation_id
     properties[REPLY_TO_CLIENT] = client_id
     properties[TTL] = str(ttl_ms)
-    return encode_java_map(properties)
+    return encode_java_map(properties, string_hash)
 
 
 class Request(Protocol):
@@ -93,7 +100,7 @@ class Request(Protocol):
     def properties(self) -> Mapping[str, str]: ...
 
 
-def reply_properties(reply: Reply, uniq_key: str) -> str:
+def reply_properties(reply: Reply, uniq_key: str, string_hash: StringHash) -> str:
     """The reply's properties as ``createReplyMessage`` + ``send`` leave them (#64)."""
     return encode_java_map(
         {
@@ -102,7 +109,8 @@ def reply_properties(reply: Reply, uniq_key: str) -> str:
             REPLY_TO_CLIENT: reply.reply_to_client,
             TTL: reply.ttl,
             UNIQ_KEY: uniq_key,
-        }
+        },
+        string_hash,
     )
 
 
@@ -137,7 +145,12 @@ def create_reply(request: Request, body: bytes) -> Reply:
 
 
 def reply_send_command(
-    group: str, reply: Reply, uniq_key: str, queue_id: int, born_timestamp: int
+    group: str,
+    reply: Reply,
+    uniq_key: str,
+    queue_id: int,
+    born_timestamp: int,
+    string_hash: StringHash,
 ) -> RemotingCommand:
     """SEND_REPLY_MESSAGE_V2 (325): the one-letter header of 310, fields ``a``..``m``."""
     fields = {
@@ -149,7 +162,7 @@ def reply_send_command(
         "f": "0",
         "g": str(born_timestamp),
         "h": "0",
-        "i": reply_properties(reply, uniq_key),
+        "i": reply_properties(reply, uniq_key, string_hash),
         "j": "0",
         "k": "false",
         "m": "false",

@@ -10,6 +10,7 @@ code 325, raise :class:`~producer.errors.ReplyRefusedError` naming the fix.
 
 from __future__ import annotations
 
+from latency_fault import java_string_hash
 from producer._client.clock import Clock
 from producer._client.in_turn import InTurn
 from producer._client.remoting import RemotingClient
@@ -48,7 +49,9 @@ class Replier:
             )
 
         def request(queue: MessageQueue, wall: int, uniq_key: str) -> OutgoingRequest:
-            return reply_send_command(self.group, reply, uniq_key, queue.queue_id, wall)
+            return reply_send_command(
+                self.group, reply, uniq_key, queue.queue_id, wall, java_string_hash
+            )
 
         queue, addr, uniq_key, response = await self._in_turn.send(reply.topic, timeout_ms, request)
         if response.code != ResponseCode.SUCCESS:

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 from anyio.abc import TaskGroup
 
+from latency_fault import java_string_hash
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
@@ -122,7 +123,12 @@ class Requester:
         self._start_sweeper()
         try:
             budget = max(deadline - self._clock.monotonic_ms(), 1.0)
-            await send(lambda p: request_properties(p, correlation_id, self.client_id, ttl), budget)
+            await send(
+                lambda p: request_properties(
+                    p, correlation_id, self.client_id, ttl, java_string_hash
+                ),
+                budget,
+            )
             await waiter.event.wait()
         finally:
             self._pending.settle(correlation_id)

@@ -20,7 +20,6 @@ from producer._lifecycle import AsyncLifecycle
 from producer._remoting.consumer_requests import PullStatus
 from producer._remoting.properties import RETRY_TOPIC
 from producer._remoting.retry_topics import dlq_topic
-from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer._types.consumer.dead_letter import DeadLetter
@@ -32,6 +31,7 @@ from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import CONNECT_TIMEOUT_MS, DeadLetterOptions
 from producer.consumer._pull_step import PullRequest, pull
+from producer.consumer._sql_filters import parse_subscription
 from producer.errors import LocalProtocolError, NoRouteError
 
 __all__ = ["DeadLetterQueue"]

@@ -31,7 +31,7 @@ from producer._client.keywords import takes_options
 from producer._lifecycle import ENDED, AsyncLifecycle, exit_noting_cancel
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.namespace import unwrap, wrap
-from producer._remoting.subscription import Subscription, parse_subscription
+from producer._remoting.subscription import Subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer._types.consumer.received import ReceivedMessage
@@ -49,7 +49,7 @@ from producer.consumer._options import (
 from producer.consumer._pull_buffer import PullBuffer
 from producer.consumer._pull_heartbeat import PullHeartbeat, serve_broker_requests
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
-from producer.consumer._sql_filters import check_in_broker, subscription_for
+from producer.consumer._sql_filters import check_in_broker, parse_subscription, subscription_for
 from producer.consumer._subscribe_checks import check_tag_expression
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 

@@ -34,7 +34,7 @@ from producer._remoting.namespace import check_namespace, namespaced_group, wrap
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.request_table import not_supported
 from producer._remoting.retry_topics import retry_topic
-from producer._remoting.subscription import Subscription, parse_subscription
+from producer._remoting.subscription import Subscription
 from producer._remoting.validation import check_group
 from producer._trace.records import trace_topic
 from producer._transport import current_runtime
@@ -52,7 +52,7 @@ from producer.consumer._options import DEFAULT_OPTIONS as _C
 from producer.consumer._options import ConsumerOptions
 from producer.consumer._route_watch import RouteWatch
 from producer.consumer._running import StartedPush, start_push
-from producer.consumer._sql_filters import check_in_broker, subscription_for
+from producer.consumer._sql_filters import check_in_broker, parse_subscription, subscription_for
 from producer.consumer._subscribe_checks import check_subscription
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 

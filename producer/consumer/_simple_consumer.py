@@ -44,7 +44,6 @@ from producer._remoting.pop_requests import (
 )
 from producer._remoting.request_codes import POP_BROKER_VERSION, V5_2_0, version_name
 from producer._remoting.requests import max_offset_request
-from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer._types.consumer.popped import PoppedMessage, Receipt, ReceiptState
@@ -58,6 +57,7 @@ from producer.consumer._options import (
     check_int,
     check_invisible,
 )
+from producer.consumer._sql_filters import parse_subscription
 from producer.errors import (
     BrokerError,
     InvalidOptionError,

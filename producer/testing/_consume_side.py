@@ -19,6 +19,7 @@ import random
 from collections.abc import Callable
 from typing import NamedTuple
 
+from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from producer._remoting.delay_levels import DelayLevels, send_back_level
@@ -41,7 +42,7 @@ from producer._remoting.retry_topics import (
 )
 from producer._remoting.sql92_nodes import Node
 from producer._remoting.store_record import encode_record
-from producer._remoting.subscription import Subscription, parse_subscription
+from producer._remoting.subscription import Subscription, tag_subscription
 from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import (
     QUEUE_QUERIES,
@@ -268,7 +269,7 @@ class ConsumeSide:
         if sys_flag & FLAG_SUBSCRIPTION:
             kind, text = request.field("expressionType"), request.field("subscription")
             if is_tag_type(kind):
-                return parse_subscription(topic, text), None
+                return tag_subscription(topic, text, java_string_hash), None
             sql = pull_own_filter(text, kind)
             return Subscription(topic, text or "", (), (), kind or ""), sql
         if not self.registry.is_registered(group):
