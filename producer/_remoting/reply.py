@@ -13,9 +13,10 @@ The broker pushes it to the requester as PUSH_REPLY_MESSAGE_TO_CLIENT (326) with
 (``ClientRemotingProcessor.receiveReplyMessage``, ``RequestFutureHolder``).
 
 Java keeps properties in a ``HashMap`` and writes them in its iteration order; so does
-this module (:func:`java_map_order`), which is why our frames equal the recorded ones.
-The order needs Java's ``String.hashCode``: callers pass it (``string_hash``; its one
-definition is ``latency_fault.java_string_hash``), so the wire core imports no router.
+this module (``java_hash_map.java_hash_order``), which is why our frames equal the
+recorded ones. The order needs Java's ``String.hashCode``: callers pass it
+(``string_hash``; its one definition is ``latency_fault.java_string_hash``), so the wire
+core imports no router.
 
 :class:`PendingRequests` is the requester's table of requests awaiting a reply, keyed by
 ``CORRELATION_ID``, with one heap of deadlines that a single sweeper drains (no timer per
@@ -25,12 +26,13 @@ request; Java scans its table once a second, ``RequestFutureHolder``).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Generic, Protocol, TypeVar
 
 import msgspec
 
 from producer._remoting.command import RemotingCommand
+from producer._remoting.java_hash_map import java_hash_order
 from producer._remoting.message_codec import decompress_body
 from producer._remoting.properties import (
     CLUSTER,
@@ -49,7 +51,6 @@ from producer.errors import NotARequestError, RemoteProtocolError
 
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"  # MixAll.REPLY_TOPIC_POSTFIX
 REPLY_MESSAGE_FLAG = "reply"  # MixAll.REPLY_MESSAGE_FLAG, the value of MSG_TYPE
-_HASHMAP_CAPACITY = 16  # new HashMap<>(): 16 buckets, grown when size > 0.75 * buckets
 
 
 def reply_topic(cluster: str) -> str:
@@ -60,24 +61,9 @@ def reply_topic(cluster: str) -> str:
 StringHash = Callable[[str], int]  # Java's String.hashCode
 
 
-def java_map_order(names: Sequence[str], string_hash: StringHash) -> list[str]:
-    """The order a ``java.util.HashMap`` iterates ``names`` put in this order: by bucket
-    (the spread ``hashCode`` masked by the table size), then by insertion."""
-    capacity = _HASHMAP_CAPACITY
-    while len(names) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = string_hash(name) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    position = {name: i for i, name in enumerate(names)}
-    return sorted(names, key=lambda name: (bucket(name), position[name]))
-
-
 def encode_java_map(properties: Mapping[str, str], string_hash: StringHash) -> str:
     """``MessageDecoder.messageProperties2String`` of a HashMap filled in this order."""
-    order = java_map_order(list(properties), string_hash)
+    order = java_hash_order(list(properties), string_hash)
     return encode_properties((name, properties[name]) for name in order)
 
 
