@@ -3,30 +3,26 @@
 The public surface is re-exported here; modules whose names start with ``_`` are private.
 """
 
-from producer import _producer
-from producer._lifecycle import LifecycleState
 from producer._producer import Producer
-from producer._remoting.acl import Credentials
 from producer._response_codes import SendStatus
 from producer._send.future import SendFuture
 from producer._send.hooks import AttemptContext
 from producer._send.retry_policy import RetryPolicy
-from producer._transactions.producer import TransactionProducer, TransactionResult
+from producer._transactions.producer import TransactionProducer
+from producer._types.credentials import Credentials
+from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
+from producer._types.transaction_result import TransactionResult
 from producer._types.transaction_state import TransactionState
 from producer.errors import AttemptOutcome, AttemptRecord, Fate, ProducerError
 
 __version__ = "0.1.0"
 """The package's version (``python -m producer --version`` says it too)."""
-ProducerState = _producer.ProducerState
-"""A producer's lifecycle states: :class:`LifecycleState`, under the name producer code
-knows it by."""
 
 __all__ = [
     # the producer and its settings
     "Producer",
-    "ProducerState",
     "LifecycleState",
     "RetryPolicy",
     "AttemptContext",

@@ -24,25 +24,15 @@ a second one chained onto it (``aclose`` ran to its end all the same).
 
 from __future__ import annotations
 
-import enum
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
 import anyio
 
+from producer._types.lifecycle_state import LifecycleState
 from producer.errors import LocalProtocolError, ProducerClosedError
 
 _Self = TypeVar("_Self", bound="AsyncContext")
-
-
-class LifecycleState(enum.Enum):
-    """Where a client is in its life: new -> running (``start``) -> closing -> closed
-    (``aclose``; a client never started goes from new to closed)."""
-
-    NEW = "new"
-    RUNNING = "running"
-    CLOSING = "closing"
-    CLOSED = "closed"
 
 
 #: The states in which ``aclose`` has nothing left to do.

@@ -19,13 +19,11 @@ from producer._client.clock import UNSTARTED_CLOCK, Clock, LoopClock
 from producer._client.host import local_ipv4, shared_uniq_key_generator
 from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
-from producer._consume.received import ReceivedMessage
-from producer._lifecycle import AsyncLifecycle, LifecycleState
-from producer._remoting.acl import Credentials, signer_for
+from producer._lifecycle import AsyncLifecycle
+from producer._remoting.acl import signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.command import RemotingCommand
 from producer._remoting.namespace import wrap
-from producer._remoting.reply import Reply
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._remoting.requests import PreparedMessage
@@ -46,7 +44,11 @@ from producer._send.tracker import SendTracker
 from producer._trace.publishing import publish_tracing
 from producer._transport import Connector, current_runtime
 from producer._transport.base import client_tls
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.credentials import Credentials
+from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import Message
+from producer._types.reply import Reply
 from producer._types.send_result import SendResult
 from producer.errors import (
     LocalProtocolError,

@@ -12,9 +12,7 @@ import anyio
 import msgspec
 
 from producer._client.clock import Clock
-from producer._consume.received import ReceivedMessage
 from producer._remoting.command import RemotingCommand
-from producer._remoting.reply import Reply
 from producer._remoting.requests import PreparedMessage
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._reply.replier import Replier
@@ -22,7 +20,9 @@ from producer._reply.requester import Requester
 from producer._send.job import SendJob
 from producer._send.plan import SendMode
 from producer._send.running import Running
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import Message
+from producer._types.reply import Reply
 from producer._types.send_result import SendResult
 from producer.errors import LocalProtocolError, ProducerClosedError
 

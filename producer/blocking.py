@@ -31,17 +31,18 @@ from typing import Any, TypeVar
 import anyio
 
 from producer._client.keywords import same_parameters
-from producer._consume.received import ReceivedMessage
-from producer._lifecycle import AsyncLifecycle, LifecycleState
+from producer._lifecycle import AsyncLifecycle
 from producer._producer import Producer as AsyncProducer
 from producer._response_codes import SendStatus
 from producer._send.future import OnException, OnSuccess
 from producer._transactions.options import TransactionOptions
 from producer._transactions.producer import TransactionProducer as AsyncTransactionProducer
-from producer._transactions.producer import TransactionResult
 from producer._transport.loop_thread import ClosesOnExit, LoopThread
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
+from producer._types.transaction_result import TransactionResult
 from producer._types.transaction_state import TransactionState
 from producer.consumer import PullConsumer as AsyncPullConsumer
 from producer.errors import ProducerClosedError, ProducerError

@@ -3,14 +3,17 @@ every request leaves through one door.
 
 Layers, lowest first: ``_response_codes`` (the response-code table, importing nothing)
 <- ``errors`` <- ``_types`` (the public value types) <- ``_remoting`` <-
-``_transport`` <- ``_client`` <-
+``_types.consumer`` (the consumer side's value types: a received message decodes on first
+read with the core's functions) <- ``_transport`` <- ``_client`` <-
 ``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli`` and ``spark``,
 which use the public API only. ``_lifecycle`` (``async with`` and the life-cycle state
-of every client) imports only ``errors`` and may be used by every layer that does I/O.
+of every client) imports only ``errors`` and its states' type, and may be used by every
+layer that does I/O.
 The consumer's pure core ``_consume`` sits on ``_remoting``; its shell ``consumer`` on
 ``_client`` and ``_consume``. ``testing`` (the dev cluster) may use the remoting core
-and the transport only. ``latency_fault`` is pure and imports no SDK (so the remoting
-core may use its Java string hash). No module, and no layer, imports itself back through
+and the transport only. ``latency_fault`` is pure and imports no SDK; it holds the one
+Java string hash, which the layers above hand to the remoting core as a parameter (the
+wire core imports no routing package). No module, and no layer, imports itself back through
 others, and no SDK module is imported inside a function to get round that.
 """
 
@@ -27,14 +30,17 @@ SDK = ROOT / "producer"
 
 # The SDK modules each layer may import (prefix match on the dotted name).
 CORE = ("producer._response_codes", "producer.errors", "producer._types", "producer._remoting")
+CONSUMED = "producer._types.consumer"  # above the core: a prefix grants no layer nested in it
 LIFECYCLE = "producer._lifecycle"
 ALLOWED: dict[str, tuple[str, ...]] = {
     "producer._response_codes": (),
-    LIFECYCLE: ("producer.errors",),  # the wrong-state errors, made in one place
-    "producer._remoting": (*CORE, "latency_fault"),  # pure, SDK-free: Java's string hash
+    # the wrong-state errors, made in one place, and the states' value type
+    LIFECYCLE: ("producer.errors", "producer._types.lifecycle_state"),
+    "producer._remoting": CORE,  # given Java's string hash as a parameter
     "producer.errors": ("producer._response_codes", "producer.errors"),
     # The public value types: below the core that encodes them, above the errors they carry.
     "producer._types": ("producer._response_codes", "producer.errors", "producer._types"),
+    CONSUMED: (*CORE, CONSUMED),
     "producer._transport": (*CORE, LIFECYCLE, "producer._transport"),
     "producer._client": (
         *CORE,
@@ -53,6 +59,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "producer._transactions": (
         *CORE,
+        CONSUMED,
         LIFECYCLE,
         "producer._transport",
         "producer._client",
@@ -65,6 +72,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # connections; the consumer uses it, so it never reaches the producer facade.
     "producer._trace": (
         *CORE,
+        CONSUMED,
         LIFECYCLE,
         "producer._transport",
         "producer._client",
@@ -75,11 +83,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # reply handed back is a consumer's ReceivedMessage.
     "producer._reply": (
         *CORE,
+        CONSUMED,
         LIFECYCLE,
         "producer._transport",
         "producer._client",
         "producer._consume",
         "producer._reply",
+        "latency_fault",  # Java's string hash, for the HashMap order of properties
     ),
     "producer.testing": (
         *CORE,
@@ -90,15 +100,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     # The consumer: a pure core (``_consume``) under an I/O shell that shares the
     # producer's client; it needs only the result type of the send layer, never the facade.
-    "producer._consume": (*CORE, "producer._consume"),
+    "producer._consume": (*CORE, CONSUMED, "producer._consume"),
     "producer.consumer": (
         *CORE,
+        CONSUMED,
         LIFECYCLE,
         "producer._transport",
         "producer._client",
         "producer._consume",
         "producer._trace",
         "producer.consumer",
+        "latency_fault",  # Java's string hash, for tag codes
     ),
     "latency_fault": ("latency_fault",),
 }
@@ -109,7 +121,7 @@ ON_TOP = ("producer.cli", "producer.__main__", "producer.spark")  # users of the
 IMPURE = {"asyncio", "anyio", "trio", "sniffio", "socket", "time", "threading", "selectors"}
 PURE_FILES = [
     SDK / "_response_codes.py",
-    *sorted((SDK / "_types").glob("*.py")),
+    *sorted((SDK / "_types").rglob("*.py")),
     *sorted((SDK / "_remoting").glob("*.py")),
     SDK / "_send" / "plan.py",
     SDK / "_send" / "retry_policy.py",
@@ -151,6 +163,15 @@ def sdk_files() -> list[Path]:
     return sorted([*SDK.rglob("*.py"), *(ROOT / "latency_fault").rglob("*.py")])
 
 
+def allowed(layer: str, name: str) -> bool:
+    """A prefix of ``ALLOWED[layer]`` grants the layer it names (or is in), never a
+    layer nested inside it: ``producer._types`` does not grant ``producer._types.consumer``."""
+    target = layer_of(name)
+    return any(
+        name.startswith(prefix) and target in (None, layer_of(prefix)) for prefix in ALLOWED[layer]
+    )
+
+
 def violations(sources: dict[Path, str | None]) -> list[str]:
     found = []
     for path, source in sources.items():
@@ -159,7 +180,7 @@ def violations(sources: dict[Path, str | None]) -> list[str]:
         for line, name in imported(path, source):
             where = f"{path.relative_to(ROOT)}:{line} imports {name}"
             is_sdk = name.split(".")[0] in ("producer", "latency_fault")
-            upward = layer is not None and is_sdk and not name.startswith(ALLOWED[layer])
+            upward = layer is not None and is_sdk and not allowed(layer, name)
             below_cli = not own.startswith(ON_TOP)
             private = not below_cli and name.startswith("producer._")  # public API only
             if upward or private or (below_cli and name.startswith(NEVER_BELOW_CLI)):
@@ -187,6 +208,12 @@ def test_every_package_has_a_layer() -> None:
         ("_transport/pool.py", "import producer._client.routes"),
         ("testing/_broker.py", "from producer._send.plan import SendPlan"),
         ("_types/message.py", "from producer._remoting.properties import UNIQ_KEY"),
+        ("_types/message.py", "from producer._types.consumer.received import ReceivedMessage"),
+        ("_remoting/reply.py", "from producer._types.consumer.received import ReceivedMessage"),
+        ("_types/consumer/received.py", "from producer._transport import ConnectionPool"),
+        ("_lifecycle.py", "from producer._types.message import Message"),
+        ("_remoting/subscription.py", "from latency_fault import java_string_hash"),
+        ("_remoting/reply.py", "from latency_fault._keyed import java_string_hash"),
         ("errors/_base.py", "from producer._remoting.frame_decoder import encode_frame"),
         ("errors/_broker.py", "from producer._remoting.request_codes import ResponseCode"),
         ("_response_codes.py", "from producer.errors import BrokerError"),

@@ -17,7 +17,8 @@ import pytest
 import producer
 import producer.consumer
 from producer import Producer, TransactionProducer, TransactionState
-from producer._lifecycle import AsyncLifecycle, LifecycleState, Outstanding
+from producer._lifecycle import AsyncLifecycle, Outstanding
+from producer._types.lifecycle_state import LifecycleState
 from producer.blocking import Producer as BlockingProducer
 from producer.blocking import PullConsumer as BlockingPullConsumer
 from producer.consumer import (

@@ -9,16 +9,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import ConsumeFromWhere
 from producer._remoting.delay_levels import DelayLevels, parse_delay_levels, send_back_level
 from producer._remoting.retry_topics import RETRY_PREFIX, dlq_topic, is_dead_letter
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.consumer.status import ConsumeStatus
 
 __all__ = [
     "LOCK_MAX_LIVE_MS",
     "EXPIRED_PER_SWEEP",
-    "ConsumeStatus",
-    "Fate",
+    "DeliveryFate",
     "FlowLimits",
     "NextStep",
     "OrderlyRetry",
@@ -39,14 +39,6 @@ EXPIRED_PER_SWEEP = 16  # cleanExpiredMsg looks at this many messages per queue
 LOCK_MAX_LIVE_MS = 30_000.0  # a queue counts as locked this long after the last lock
 SUSPEND_MIN_MS, SUSPEND_MAX_MS = 10, 30_000
 BROKER_LEVELS = parse_delay_levels()  # the broker's messageDelayLevel, as shipped
-
-
-class ConsumeStatus(enum.Enum):
-    """A listener's answer for its batch (``ConsumeConcurrentlyStatus``). For an orderly
-    consumer RECONSUME_LATER is Java's SUSPEND_CURRENT_QUEUE_A_MOMENT."""
-
-    SUCCESS = "CONSUME_SUCCESS"
-    RECONSUME_LATER = "RECONSUME_LATER"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +72,7 @@ class NextStep(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Fate:
+class DeliveryFate:
     """A failed delivery's next step, as the failure's log line says it: delivery
     ``attempt`` (1-based) of at most ``attempts`` (``None``: no limit, orderly's default),
     and for a retry its delay ``level`` and wait (``delay_ms``, the broker's default table
@@ -110,7 +102,7 @@ def sent_back_fate(
     *,
     resent: bool = False,
     levels: DelayLevels = BROKER_LEVELS,
-) -> Fate:
+) -> DeliveryFate:
     """What the broker does with a message sent back at ``delay_level`` after its
     delivery number ``reconsume_times + 1`` failed (``consumerSendMsgBack``,
     docs/consuming.md 3.1): the DLQ once out of attempts or asked (level < 0), else a
@@ -120,9 +112,9 @@ def sent_back_fate(
     attempt, attempts = reconsume_times + 1, max_reconsume_times + 1
     counted, asked = (reconsume_times + 1, 0) if resent else (reconsume_times, delay_level)
     if is_dead_letter(counted, max_reconsume_times, asked):
-        return Fate(NextStep.DEAD_LETTER, attempt, attempts)
+        return DeliveryFate(NextStep.DEAD_LETTER, attempt, attempts)
     level = levels.clamp(send_back_level(asked, reconsume_times))
-    return Fate(NextStep.RETRY, attempt, attempts, level, levels.delay_ms(level))
+    return DeliveryFate(NextStep.RETRY, attempt, attempts, level, levels.delay_ms(level))
 
 
 def settle_batch(queue: ProcessQueue, settled: Iterable[ReceivedMessage]) -> int | None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from producer._consume.decisions import ConsumeStatus
 from producer._remoting.retry_topics import is_dead_letter
+from producer._types.consumer.status import ConsumeStatus
 
 __all__ = ["POP_DELAYS_MS", "PopAction", "PopStep", "pop_step"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
-from producer._consume.received import ReceivedMessage
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import MessageQueue
 
 __all__ = ["ProcessQueue"]

@@ -21,37 +21,15 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from producer._remoting.command import OutgoingRequest
+from producer._types.credentials import Credentials
 from producer.errors import InvalidOptionError
 
 ACCESS_KEY = "AccessKey"
 SECURITY_TOKEN = "SecurityToken"
 SIGNATURE = "Signature"
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # the broker leaves it out of the content
-
-
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    """An ACL account's keys (``AclClientRPCHook``'s ``SessionCredentials``).
-
-    The secret never appears in ``repr`` or error messages."""
-
-    access_key: str
-    secret_key: str = field(repr=False)
-    security_token: str | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        for name in ("access_key", "secret_key"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise InvalidOptionError(f"Credentials.{name} must be a non-empty string")
-        token = self.security_token
-        if token is not None and (not isinstance(token, str) or not token):
-            raise InvalidOptionError(
-                "Credentials.security_token must be a non-empty string or None"
-            )
 
 
 def signing_content(ext_fields: Mapping[str, str], body: bytes, *, skip: str = SIGNATURE) -> bytes:

@@ -13,7 +13,10 @@ The broker pushes it to the requester as PUSH_REPLY_MESSAGE_TO_CLIENT (326) with
 (``ClientRemotingProcessor.receiveReplyMessage``, ``RequestFutureHolder``).
 
 Java keeps properties in a ``HashMap`` and writes them in its iteration order; so does
-this module (:func:`java_map_order`), which is why our frames equal the recorded ones.
+this module (``java_hash_map.java_hash_order``), which is why our frames equal the
+recorded ones. The order needs Java's ``String.hashCode``: callers pass it
+(``string_hash``; its one definition is ``latency_fault.java_string_hash``), so the wire
+core imports no router.
 
 :class:`PendingRequests` is the requester's table of requests awaiting a reply, keyed by
 ``CORRELATION_ID``, with one heap of deadlines that a single sweeper drains (no timer per
@@ -23,13 +26,13 @@ request; Java scans its table once a second, ``RequestFutureHolder``).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Generic, Protocol, TypeVar
 
 import msgspec
 
-from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
+from producer._remoting.java_hash_map import java_hash_order
 from producer._remoting.message_codec import decompress_body
 from producer._remoting.properties import (
     CLUSTER,
@@ -43,11 +46,11 @@ from producer._remoting.properties import (
 )
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.send_header import DEFAULT_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
+from producer._types.reply import Reply
 from producer.errors import NotARequestError, RemoteProtocolError
 
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"  # MixAll.REPLY_TOPIC_POSTFIX
 REPLY_MESSAGE_FLAG = "reply"  # MixAll.REPLY_MESSAGE_FLAG, the value of MSG_TYPE
-_HASHMAP_CAPACITY = 16  # new HashMap<>(): 16 buckets, grown when size > 0.75 * buckets
 
 
 def reply_topic(cluster: str) -> str:
@@ -55,34 +58,25 @@ def reply_topic(cluster: str) -> str:
     return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
-def java_map_order(names: Sequence[str]) -> list[str]:
-    """The order a ``java.util.HashMap`` iterates ``names`` put in this order: by bucket
-    (the spread ``hashCode`` masked by the table size), then by insertion."""
-    capacity = _HASHMAP_CAPACITY
-    while len(names) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = java_string_hash(name) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    position = {name: i for i, name in enumerate(names)}
-    return sorted(names, key=lambda name: (bucket(name), position[name]))
+StringHash = Callable[[str], int]  # Java's String.hashCode
 
 
-def encode_java_map(properties: Mapping[str, str]) -> str:
+def encode_java_map(properties: Mapping[str, str], string_hash: StringHash) -> str:
     """``MessageDecoder.messageProperties2String`` of a HashMap filled in this order."""
-    return encode_properties((name, properties[name]) for name in java_map_order(list(properties)))
+    order = java_hash_order(list(properties), string_hash)
+    return encode_properties((name, properties[name]) for name in order)
 
 
-def request_properties(encoded: str, correlation_id: str, client_id: str, ttl_ms: int) -> str:
+def request_properties(
+    encoded: str, correlation_id: str, client_id: str, ttl_ms: int, string_hash: StringHash
+) -> str:
     """A send's properties turned into a request's: the three request properties put
     last, the whole in HashMap order (golden #58)."""
     properties = decode_properties(encoded)
     properties[CORRELATION_ID] = correlation_id
     properties[REPLY_TO_CLIENT] = client_id
     properties[TTL] = str(ttl_ms)
-    return encode_java_map(properties)
+    return encode_java_map(properties, string_hash)
 
 
 class Request(Protocol):
@@ -92,29 +86,18 @@ class Request(Protocol):
     def properties(self) -> Mapping[str, str]: ...
 
 
-class Reply(msgspec.Struct, frozen=True):
-    """A reply made by :func:`create_reply`; send it with ``Producer.send_reply``.
-
-    ``topic`` is ``<cluster>_REPLY_TOPIC``; ``correlation_id``, ``reply_to_client`` and
-    ``ttl`` are the request's."""
-
-    topic: str
-    body: bytes
-    correlation_id: str
-    reply_to_client: str
-    ttl: str
-
-    def properties(self, uniq_key: str) -> str:
-        """The reply's properties as ``createReplyMessage`` + ``send`` leave them (#64)."""
-        return encode_java_map(
-            {
-                MSG_TYPE: REPLY_MESSAGE_FLAG,
-                CORRELATION_ID: self.correlation_id,
-                REPLY_TO_CLIENT: self.reply_to_client,
-                TTL: self.ttl,
-                UNIQ_KEY: uniq_key,
-            }
-        )
+def reply_properties(reply: Reply, uniq_key: str, string_hash: StringHash) -> str:
+    """The reply's properties as ``createReplyMessage`` + ``send`` leave them (#64)."""
+    return encode_java_map(
+        {
+            MSG_TYPE: REPLY_MESSAGE_FLAG,
+            CORRELATION_ID: reply.correlation_id,
+            REPLY_TO_CLIENT: reply.reply_to_client,
+            TTL: reply.ttl,
+            UNIQ_KEY: uniq_key,
+        },
+        string_hash,
+    )
 
 
 def create_reply(request: Request, body: bytes) -> Reply:
@@ -148,7 +131,12 @@ def create_reply(request: Request, body: bytes) -> Reply:
 
 
 def reply_send_command(
-    group: str, reply: Reply, uniq_key: str, queue_id: int, born_timestamp: int
+    group: str,
+    reply: Reply,
+    uniq_key: str,
+    queue_id: int,
+    born_timestamp: int,
+    string_hash: StringHash,
 ) -> RemotingCommand:
     """SEND_REPLY_MESSAGE_V2 (325): the one-letter header of 310, fields ``a``..``m``."""
     fields = {
@@ -160,7 +148,7 @@ def reply_send_command(
         "f": "0",
         "g": str(born_timestamp),
         "h": "0",
-        "i": reply.properties(uniq_key),
+        "i": reply_properties(reply, uniq_key, string_hash),
         "j": "0",
         "k": "false",
         "m": "false",

@@ -3,23 +3,23 @@
 A broker filters a pull by the **hash** of each message's tag (the consume queue keeps
 ``tags.hashCode()``), so hashes that collide let foreign tags through; the client then
 re-filters by the exact tag string (``PullAPIWrapper.processPullResult``). Both halves
-live here so that the dev cluster and the consumer agree on them.
+live here so that the dev cluster and the consumer agree on them. The hash itself is
+passed in (``tag_hash``: Java's ``String.hashCode``, defined once in ``latency_fault``,
+which keyed sends use too): the wire core imports no routing package.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-
-# One Java hash for tags and keyed sends alike (pure, no SDK imports: a safe dependency).
-from latency_fault import java_string_hash
 
 __all__ = [
     "SQL92",
     "SUBSCRIBE_ALL",
     "TAG",
     "Subscription",
-    "parse_subscription",
     "sql_subscription",
+    "tag_subscription",
 ]
 
 SUBSCRIBE_ALL = "*"
@@ -58,8 +58,11 @@ class Subscription:
         return self.is_all or (tag is not None and tag in self.tags)
 
 
-def parse_subscription(topic: str, expression: str | None) -> Subscription:
-    """``FilterAPI.buildSubscriptionData`` for a TAG expression.
+def tag_subscription(
+    topic: str, expression: str | None, tag_hash: Callable[[str], int]
+) -> Subscription:
+    """``FilterAPI.buildSubscriptionData`` for a TAG expression, each tag's code its
+    ``tag_hash`` (Java's ``String.hashCode``).
 
     ``None``, ``""`` and ``"*"`` mean everything; otherwise tags are split on ``||``,
     trimmed, and empty pieces dropped (a duplicate tag is kept once).
@@ -74,7 +77,7 @@ def parse_subscription(topic: str, expression: str | None) -> Subscription:
             tags.append(tag)
     if not tags:
         return Subscription(topic, SUBSCRIBE_ALL, (), ())
-    return Subscription(topic, expression or text, tuple(tags), tuple(map(java_string_hash, tags)))
+    return Subscription(topic, expression or text, tuple(tags), tuple(map(tag_hash, tags)))
 
 
 def sql_subscription(topic: str, sql: str) -> Subscription:

@@ -10,16 +10,18 @@ code 325, raise :class:`~producer.errors.ReplyRefusedError` naming the fix.
 
 from __future__ import annotations
 
+from latency_fault import java_string_hash
 from producer._client.clock import Clock
 from producer._client.in_turn import InTurn
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._remoting.command import OutgoingRequest
-from producer._remoting.reply import Reply, reply_send_command
+from producer._remoting.reply import reply_send_command
 from producer._remoting.send_header import parse_send_response
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._response_codes import ResponseCode
 from producer._types.message import MessageQueue
+from producer._types.reply import Reply
 from producer._types.send_result import SendResult
 from producer.errors import LocalProtocolError, ReplyRefusedError
 
@@ -47,7 +49,9 @@ class Replier:
             )
 
         def request(queue: MessageQueue, wall: int, uniq_key: str) -> OutgoingRequest:
-            return reply_send_command(self.group, reply, uniq_key, queue.queue_id, wall)
+            return reply_send_command(
+                self.group, reply, uniq_key, queue.queue_id, wall, java_string_hash
+            )
 
         queue, addr, uniq_key, response = await self._in_turn.send(reply.topic, timeout_ms, request)
         if response.code != ResponseCode.SUCCESS:

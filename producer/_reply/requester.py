@@ -32,10 +32,10 @@ from collections.abc import Awaitable, Callable
 import anyio
 from anyio.abc import TaskGroup
 
+from latency_fault import java_string_hash
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
-from producer._consume.received import ReceivedMessage
 from producer._remoting.command import RemotingCommand
 from producer._remoting.properties import UNIQ_KEY
 from producer._remoting.reply import (
@@ -49,6 +49,7 @@ from producer._remoting.requests import heartbeat_request
 from producer._remoting.route import TopicRouteData, master_addresses
 from producer._remoting.send_header import DEFAULT_TOPIC
 from producer._response_codes import ResponseCode
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import MessageQueue
 from producer.errors import (
     BrokerError,
@@ -67,7 +68,7 @@ log = logging.getLogger("producer")
 SendRequest = Callable[[Callable[[str], str], float], Awaitable[object]]
 
 
-class _Waiter:
+class _ReplyWaiter:
     """One request's outcome: set once, by the push, the sweeper or close."""
 
     __slots__ = ("error", "event", "reply", "timeout_ms")
@@ -105,7 +106,7 @@ class Requester:
         self._clock = clock
         self._rng = rng
         self._tg = tg
-        self._pending: PendingRequests[_Waiter] = PendingRequests()
+        self._pending: PendingRequests[_ReplyWaiter] = PendingRequests()
         self._ready_topics: set[str] = set()
         self._heartbeated: set[str] = set()
         self._wake = anyio.Event()
@@ -117,12 +118,17 @@ class Requester:
         await self._reply_brokers_ready(topic, deadline)
         correlation_id = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         ttl = int(timeout_ms)
-        waiter = _Waiter(timeout_ms)
+        waiter = _ReplyWaiter(timeout_ms)
         self._pending.add(correlation_id, deadline, waiter)
         self._start_sweeper()
         try:
             budget = max(deadline - self._clock.monotonic_ms(), 1.0)
-            await send(lambda p: request_properties(p, correlation_id, self.client_id, ttl), budget)
+            await send(
+                lambda p: request_properties(
+                    p, correlation_id, self.client_id, ttl, java_string_hash
+                ),
+                budget,
+            )
             await waiter.event.wait()
         finally:
             self._pending.settle(correlation_id)

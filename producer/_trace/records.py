@@ -13,22 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from producer._consume.received import ReceivedMessage
 from producer._remoting.namespace import unwrap
 from producer._remoting.properties import KEYS, MSG_REGION, TRACE_ON
-from producer._remoting.trace import (
-    TRACE_TOPIC,
-    ConsumeReturn,
-    MessageType,
-    PubRecord,
-    SubAfterRecord,
-    SubBeforeRecord,
-    TraceRecord,
-)
+from producer._remoting.trace import TRACE_TOPIC, ConsumeReturn, MessageType, TraceRecord
 from producer._remoting.validation import check_send_topic
 from producer._response_codes import SendStatus
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
+from producer._types.trace_records import PubRecord, SubAfterRecord, SubBeforeRecord
 from producer.errors import InvalidOptionError, MessageValidationError
 
 __all__ = ["ConsumeTrace", "PublishTrace", "trace_topic"]

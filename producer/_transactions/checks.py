@@ -29,7 +29,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from producer._consume.received import ReceivedMessage, received_message
+from producer._consume.received import received_message
 from producer._remoting.command import RemotingCommand
 from producer._remoting.namespace import unwrap
 from producer._remoting.request_codes import RequestCode
@@ -41,6 +41,7 @@ from producer._remoting.transaction import (
     parse_check_request,
 )
 from producer._transactions.ledger import CheckStep, HalfCopy, TransactionLedger
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.transaction_state import TransactionState
 from producer.errors import ProducerError
 

@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from producer._client.keywords import takes_options
-from producer._lifecycle import ENDED, AsyncLifecycle, LifecycleState, Outstanding
+from producer._lifecycle import ENDED, AsyncLifecycle, Outstanding
 from producer._producer import Producer, sending_port
 from producer._remoting.message_codec import parse_offset_msg_id
 from producer._remoting.namespace import wrap
@@ -36,8 +36,10 @@ from producer._response_codes import SendStatus
 from producer._transactions.checks import CheckFunction, CheckServer, describe
 from producer._transactions.ledger import HalfCopy, TransactionLedger
 from producer._transactions.options import TransactionOptions
+from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import Message
 from producer._types.send_result import SendResult
+from producer._types.transaction_result import TransactionResult
 from producer._types.transaction_state import TransactionState
 from producer.errors import (
     InvalidOptionError,
@@ -54,34 +56,6 @@ _T = TransactionOptions()  # the defaults, written once there
 #: The local transaction: the message (its ``msg_id`` set to the half's UNIQ_KEY) -> state.
 ExecuteFunction = Callable[[Message], "TransactionState | Awaitable[TransactionState]"]
 HOUSEKEEPING_TIMEOUT_MS = 3000.0
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TransactionResult:
-    """How a transaction ended, as far as this producer knows.
-
-    ``send_result`` is the half message's. ``state`` is what END_TRANSACTION reported
-    (ROLLBACK when the half was not stored SEND_OK; UNKNOWN when ``execute`` raised,
-    ``execute_error`` then holds it). ``end_written`` says whether END_TRANSACTION was
-    handed to the socket; when it was not (``end_error`` says why), or the state is
-    UNKNOWN, the broker checks the transaction back and the check function decides.
-    """
-
-    send_result: SendResult
-    state: TransactionState
-    end_written: bool
-    execute_error: BaseException | None = None
-    end_error: ProducerError | None = None
-
-    @property
-    def msg_id(self) -> str:
-        """The half message's id (``UNIQ_KEY``)."""
-        return self.send_result.msg_id
-
-    @property
-    def settled(self) -> bool:
-        """The broker was told COMMIT or ROLLBACK (no check will follow, unless lost)."""
-        return self.end_written and self.state is not TransactionState.UNKNOWN
 
 
 def half_copy(sent: SendResult) -> HalfCopy:
@@ -382,4 +356,4 @@ async def _run_execute(
     return state, None
 
 
-__all__ = ["ExecuteFunction", "TransactionProducer", "TransactionResult"]
+__all__ = ["ExecuteFunction", "TransactionProducer"]

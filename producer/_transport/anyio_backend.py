@@ -42,7 +42,7 @@ _log = logging.getLogger("producer.transport")
 _STREAM_ERRORS = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
-class _Waiter:
+class _ResultSlot:
     """A one-shot result slot with the ``Future`` methods the in-flight table uses."""
 
     __slots__ = ("_done", "_error", "_event", "_result")
@@ -112,7 +112,7 @@ class AnyioConnection(InFlightConnection):
         # wait below only after the woken writer may have run (trio runs the batch of
         # woken tasks first), and the frame would go out for a send that raised.
         await anyio.lowlevel.checkpoint_if_cancelled()
-        waiter = _Waiter()
+        waiter = _ResultSlot()
         entry = self._inflight.prepare(
             command, timeout_ms, anyio.current_time(), waiter, oneway=oneway
         )

@@ -1,8 +1,13 @@
-"""The public value types, one module each, below the remoting core that encodes them:
-``Message`` and ``MessageQueue`` (``message``), ``SendResult`` (``send_result``) and
-``TransactionState`` (``transaction_state``). They import only the error tree and the
-response-code table (``SendStatus`` is a response code's verdict, so it lives in that
-table). A consumed message (``ReceivedMessage``) decodes its properties on first read,
-so it lives beside that decoding, in the consumer's core (``producer._consume.received``).
-The facade (``producer``, ``producer.consumer``) re-exports them: import them from there.
+"""The public value types, one module each (as aiokafka's ``structs.py``); the facade
+(``producer``, ``producer.consumer``) re-exports them: import them from there.
+
+Below the remoting core that encodes them (they import only the error tree and the
+response-code table): ``Message`` and ``MessageQueue`` (``message``), ``SendResult``
+(``send_result``), ``TransactionState`` (``transaction_state``), ``TransactionResult``
+(``transaction_result``), ``Reply`` (``reply``), ``Credentials`` (``credentials``),
+``LifecycleState`` (``lifecycle_state``) and the trace records (``trace_records``).
+
+Above it, ``consumer``: the consumer side's types, since a received message decodes its
+properties and ids on first read with the core's functions. The core's encoders and
+decoders of these types stay in ``producer._remoting``, as functions.
 """

@@ -60,7 +60,7 @@ def add_consume_demo_arguments(parser: argparse.ArgumentParser) -> argparse.Argu
     return parser
 
 
-class Listener:
+class DemoListener:
     """The demo's consumer: flaky on first deliveries, always failing on poison."""
 
     def __init__(self, poison: set[str], fail_rate: float, seed: int) -> None:
@@ -88,7 +88,7 @@ async def run_consume_demo(args: argparse.Namespace, out: TextIO) -> int:
     async with DevCluster(brokers=2, topics={TOPIC: 4}, delay_levels=LEVELS) as cluster:
         ids = await _publish(cluster.namesrv_addr, args.messages)
         poison = set(random.Random(args.seed).sample(ids, args.poison))
-        listener = Listener(poison, args.fail_rate, args.seed)
+        listener = DemoListener(poison, args.fail_rate, args.seed)
         print(f"published {len(ids)} orders to {TOPIC}; {len(poison)} are poison", file=out)
         consumer = PushConsumer(
             GROUP,
@@ -139,7 +139,11 @@ async def _redrive(namesrv: str, out: TextIO) -> None:
 
 
 async def _watch(
-    cluster: DevCluster, consumer: PushConsumer, listener: Listener, out: TextIO, finished: object
+    cluster: DevCluster,
+    consumer: PushConsumer,
+    listener: DemoListener,
+    out: TextIO,
+    finished: object,
 ) -> None:
     """A line of counters each tick until ``finished()``, and one for the state that ended it."""
     started = time.monotonic()
@@ -150,7 +154,9 @@ async def _watch(
     print(_tick(cluster, consumer, listener, time.monotonic() - started), file=out)
 
 
-def _tick(cluster: DevCluster, consumer: PushConsumer, listener: Listener, seconds: float) -> str:
+def _tick(
+    cluster: DevCluster, consumer: PushConsumer, listener: DemoListener, seconds: float
+) -> str:
     backlog = sum(sum(cluster.delay_backlog(b).values()) for b in cluster.broker_names)
     stats = consumer.stats
     letters, redriven = _dead_letters(cluster)
@@ -168,7 +174,7 @@ def _dead_letters(cluster: DevCluster) -> tuple[int, int]:
     return len(stored) - marks, marks
 
 
-def _verdict(ids: list[str], listener: Listener, out: TextIO) -> int:
+def _verdict(ids: list[str], listener: DemoListener, out: TextIO) -> int:
     missing = set(ids) - set(listener.succeeded)
     duplicates = sum(n - 1 for n in listener.succeeded.values())
     verdict = (

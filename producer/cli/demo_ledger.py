@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from producer import AttemptContext, Message, SendResult
 from producer.errors import Fate, ProducerError
 
-__all__ = ["MsgIdLedger", "Verdict", "judge"]
+__all__ = ["MsgIdLedger", "LedgerVerdict", "judge"]
 
 
 class MsgIdLedger:
@@ -52,7 +52,7 @@ class MsgIdLedger:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class LedgerVerdict:
     """What the brokers hold compared with what the producer reported.
 
     ``missing``: acknowledged but not stored (loss). ``stored_after_failure``: reported
@@ -100,11 +100,11 @@ def judge(
     *,
     failed: Mapping[str, int],
     unknown_fate_attempts: int,
-) -> Verdict:
+) -> LedgerVerdict:
     """Compare the ledger with the brokers' stored ``UNIQ_KEY`` set and message count."""
     extra = stored_ids - ledger.acknowledged
     after_failure = {i for i in extra if ledger.failed.get(i) is Fate.UNKNOWN}
-    return Verdict(
+    return LedgerVerdict(
         acknowledged=len(ledger.acknowledged),
         stored_unique=len(stored_ids),
         stored_total=stored_total,

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from producer.cli.common import MAX_LINE, fmt_ms, wrapped
-from producer.cli.demo_ledger import Verdict
+from producer.cli.demo_ledger import LedgerVerdict
 from producer.cli.stats import LiveStats, Tally
 
 __all__ = [
@@ -171,7 +171,7 @@ def _broker_row(tally: Tally, broker: str) -> list[str]:
     ]
 
 
-def verdict_lines(verdict: Verdict) -> list[str]:
+def verdict_lines(verdict: LedgerVerdict) -> list[str]:
     """The verdict, first line ``VERDICT: ...``, then the evidence."""
     lines = [_headline(verdict)]
     lines.append(
@@ -200,7 +200,7 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     return lines
 
 
-def _headline(verdict: Verdict) -> str:
+def _headline(verdict: LedgerVerdict) -> str:
     if verdict.holds:
         return (
             f"VERDICT: PASS - nothing lost: all {verdict.acknowledged} sends acknowledged, "

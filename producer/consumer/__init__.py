@@ -1,6 +1,15 @@
 """The consuming side of retry: a push consumer with RECONSUME_LATER, delay levels,
 dead-letter queues and offsets that never pass a message in flight (docs/consuming.md).
 
+It exports the consumers (``PushConsumer``, ``PullConsumer``, ``SimpleConsumer`` for
+pop, ``PopConsumer``), the dead-letter tool (``DeadLetterQueue``), the value types a
+listener sees or sets (``ReceivedMessage``, ``PoppedMessage``, ``ConsumeStatus``,
+``ConsumeContext``, ``ConsumeRetryPolicy``, ``DeadLetter``, ``MessageQueue``, ``Reply``
+and the trace records ``PubRecord`` / ``SubBeforeRecord`` / ``SubAfterRecord``; all
+defined in ``producer._types``), and the helpers ``create_reply``, ``decode_records``,
+``read_trace``, ``retry_topic`` and ``dlq_topic``. Its ``_`` modules are the I/O shell
+over the pure core ``producer._consume``.
+
 ::
 
     async def handle(messages):
@@ -13,16 +22,18 @@ dead-letter queues and offsets that never pass a message in flight (docs/consumi
         ...
 """
 
-from producer._consume.decisions import ConsumeStatus
-from producer._consume.policy import ConsumeRetryPolicy
-from producer._consume.pop import PoppedMessage
-from producer._consume.received import ReceivedMessage
-from producer._remoting.reply import Reply, create_reply
+from producer._remoting.reply import create_reply
 from producer._remoting.retry_topics import dlq_topic, retry_topic
-from producer._remoting.trace import PubRecord, SubAfterRecord, SubBeforeRecord
+from producer._types.consumer.context import ConsumeContext
+from producer._types.consumer.dead_letter import DeadLetter
+from producer._types.consumer.popped import PoppedMessage
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.consumer.retry_policy import ConsumeRetryPolicy
+from producer._types.consumer.status import ConsumeStatus
 from producer._types.message import MessageQueue
-from producer.consumer._dead_letters import DeadLetter, DeadLetterQueue
-from producer.consumer._listener import ConsumeContext
+from producer._types.reply import Reply
+from producer._types.trace_records import PubRecord, SubAfterRecord, SubBeforeRecord
+from producer.consumer._dead_letters import DeadLetterQueue
 from producer.consumer._pop_consumer import PopConsumer
 from producer.consumer._pull_consumer import PullConsumer
 from producer.consumer._pull_step import decode_records

@@ -16,7 +16,6 @@ from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._consume.pull_node import Node, PullNodes
-from producer._consume.received import ReceivedMessage
 from producer._remoting.command import RemotingCommand
 from producer._remoting.committed_offsets import (
     all_offsets_request,
@@ -65,6 +64,7 @@ from producer._remoting.route import (
     replica_addresses,
 )
 from producer._remoting.send_header import send_status_or_raise
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import MessageQueue
 from producer.errors import NoRouteError, ProducerError, TransportError
 

@@ -22,20 +22,15 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from producer._consume.decisions import (
-    ConsumeStatus,
-    Fate,
-    NextStep,
-    expired,
-    sent_back_fate,
-    settle,
-)
+from producer._consume.decisions import DeliveryFate, NextStep, expired, sent_back_fate, settle
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel
+from producer._types.consumer.context import ConsumeContext
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.consumer.status import ConsumeStatus
 from producer.consumer._consumption import Consumption
 from producer.consumer._failure_log import log_failed
-from producer.consumer._listener import ConsumeContext, ListenerCall, Verdict
+from producer.consumer._listener import ListenerCall, Verdict
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer.consumer")
@@ -252,12 +247,12 @@ class ConcurrentConsumption(Consumption):
         failed: list[ReceivedMessage],
         verdict: Verdict,
         context: ConsumeContext,
-    ) -> list[Fate]:
+    ) -> list[DeliveryFate]:
         """What becomes of each failed message: broadcasting drops it (never retries, as
         Java); clustering sends it back at the listener's level, else the policy's."""
         if self.options.model is MessageModel.BROADCASTING:
             self._call.telemetry.count(pq.queue.topic, "dropped", len(failed))
-            return [Fate(NextStep.DROPPED, m.reconsume_times + 1, None) for m in failed]
+            return [DeliveryFate(NextStep.DROPPED, m.reconsume_times + 1, None) for m in failed]
         policy = self.options.retry_policy
         fates = []
         for message in failed:
@@ -289,7 +284,7 @@ class ConcurrentConsumption(Consumption):
                 if (await self._send_back(message, EXPIRED_DELAY_LEVEL)).step is not AGAIN_HERE:
                     self._commit(pq, [message])
 
-    async def _send_back(self, message: ReceivedMessage, delay_level: int) -> Fate:
+    async def _send_back(self, message: ReceivedMessage, delay_level: int) -> DeliveryFate:
         """CONSUMER_SEND_MSG_BACK; if that fails, the fallback send; the message's fate:
         retried or dead-lettered by the broker, or (both failed) consumed again here."""
         max_times, count = self.options.max_reconsume_times, message.reconsume_times
@@ -307,9 +302,9 @@ class ConcurrentConsumption(Consumption):
         except ProducerError as exc:
             log.warning("could not send %s to %%RETRY%% either (%s)", message.msg_id, exc)
         delay_ms = self.options.local_retry_delay_ms
-        return Fate(AGAIN_HERE, count + 1, max_times + 1, delay_ms=delay_ms)
+        return DeliveryFate(AGAIN_HERE, count + 1, max_times + 1, delay_ms=delay_ms)
 
-    def _sent(self, message: ReceivedMessage, fate: Fate) -> Fate:
+    def _sent(self, message: ReceivedMessage, fate: DeliveryFate) -> DeliveryFate:
         """Counted as the broker will treat it: a retry, or a dead letter."""
         self.sent_back += 1
         telemetry = self._call.telemetry

@@ -13,10 +13,11 @@ from producer._client.clock import Clock
 from producer._client.host import local_ipv4
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable, parse_namesrv
-from producer._remoting.acl import Credentials, RequestSigner, signer_for
+from producer._remoting.acl import RequestSigner, signer_for
 from producer._remoting.request_table import RequestHandler, not_supported
 from producer._transport import ConnectionPool, Runtime
 from producer._transport.base import client_tls
+from producer._types.credentials import Credentials
 from producer.consumer._broker_api import BrokerApi
 
 

@@ -11,8 +11,8 @@ from anyio.abc import TaskGroup
 from producer._consume.decisions import settle_batch
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._lifecycle import Outstanding
+from producer._types.consumer.received import ReceivedMessage
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._listener import ListenerCall
 from producer.consumer._options import ConsumerOptions

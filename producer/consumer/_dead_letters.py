@@ -12,26 +12,26 @@ from __future__ import annotations
 import random
 import ssl as ssl_module
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
-from producer._consume.received import ReceivedMessage
 from producer._lifecycle import AsyncLifecycle
-from producer._remoting.acl import Credentials
 from producer._remoting.consumer_requests import PullStatus
-from producer._remoting.properties import KEYS, RESERVED_PROPERTY_NAMES, RETRY_TOPIC, TAGS
+from producer._remoting.properties import RETRY_TOPIC
 from producer._remoting.retry_topics import dlq_topic
-from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
+from producer._types.consumer.dead_letter import DeadLetter
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.credentials import Credentials
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import CONNECT_TIMEOUT_MS, DeadLetterOptions
 from producer.consumer._pull_step import PullRequest, pull
+from producer.consumer._sql_filters import parse_subscription
 from producer.errors import LocalProtocolError, NoRouteError
 
 __all__ = ["DeadLetterQueue"]
@@ -39,7 +39,7 @@ __all__ = ["DeadLetterQueue"]
 PULL_BATCH = 32
 
 
-class Sender(Protocol):
+class RedriveSender(Protocol):
     """The send pipeline a re-drive needs: a started ``Producer`` fits. Typed by what it
     does, so this layer does not import the facade above it."""
 
@@ -55,48 +55,6 @@ READ_TIMEOUT_MS = 5000.0
 #: ``DeadLetter.redriven`` and ``redrive`` refuses a letter already re-driven.
 REDRIVEN_MSG_ID = "REDRIVEN_MSG_ID"
 REDRIVEN_AT_MS = "REDRIVEN_AT_MS"
-
-
-@dataclass(frozen=True)
-class DeadLetter:
-    """One message of a dead-letter queue, the topic it died on, and whether this tool
-    re-drove it already (``redriven_at_ms``: when, epoch ms)."""
-
-    message: ReceivedMessage
-    original_topic: str | None  # RETRY_TOPIC; None if the message does not say
-    redriven_at_ms: int | None = None
-
-    @property
-    def redriven(self) -> bool:
-        """Whether this letter was sent back to its topic already."""
-        return self.redriven_at_ms is not None
-
-    @property
-    def msg_id(self) -> str:
-        """The dead message's id."""
-        return self.message.msg_id
-
-    def redrive_message(self) -> Message:
-        """The copy to publish: same body, tags, keys, user properties and msg_id. A body
-        that cannot be decoded raises :class:`~producer.errors.UndecodableBodyError`
-        (install the extra it names, or it is corrupt)."""
-        if self.original_topic is None:
-            raise LocalProtocolError(
-                f"dead letter {self.msg_id} has no RETRY_TOPIC property: its topic is unknown"
-            )
-        if self.message.undecodable is not None:  # never re-publish undecoded bytes as a body
-            raise self.message.undecodable
-        props = self.message.properties
-        user = {k: v for k, v in props.items() if k not in RESERVED_PROPERTY_NAMES}
-        keys = props.get(KEYS)
-        return Message(
-            self.original_topic,
-            self.message.body,
-            tags=props.get(TAGS),
-            keys=keys.split() if keys else None,
-            properties=user,
-            msg_id=self.msg_id,
-        )
 
 
 class DeadLetterQueue(AsyncLifecycle):
@@ -187,7 +145,7 @@ class DeadLetterQueue(AsyncLifecycle):
         return [by_id[i] for i in msg_ids]
 
     async def redrive(
-        self, letters: Sequence[DeadLetter], producer: Sender, *, again: bool = False
+        self, letters: Sequence[DeadLetter], producer: RedriveSender, *, again: bool = False
     ) -> list[SendResult]:
         """Publish each letter's copy to its original topic through ``producer`` (a
         :class:`~producer.Producer`: anything whose ``send`` the caller already owns), then

@@ -1,6 +1,6 @@
 """The one log line of a failed delivery: which message (id, keys, queue, reconsume
 count), why (the listener's exception, or its RECONSUME_LATER), and what happens next
-(:class:`~producer._consume.decisions.Fate`: retried in N s at level L, consumed again
+(:class:`~producer._consume.decisions.DeliveryFate`: retried in N s at level L, consumed again
 here, moved to ``%DLQ%<group>``). One line per message per attempt; the traceback rides
 once, on the first message of a batch on its first delivery (later attempts name the
 exception), so a message retried sixteen times does not print sixteen tracebacks
@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from producer._consume.decisions import Fate, NextStep
-from producer._consume.received import ReceivedMessage
+from producer._consume.decisions import DeliveryFate, NextStep
+from producer._types.consumer.received import ReceivedMessage
 
 __all__ = ["log_failed"]
 
@@ -23,7 +23,7 @@ def log_failed(
     group: str,
     messages: Sequence[ReceivedMessage],
     error: BaseException | None,
-    fates: Sequence[Fate],
+    fates: Sequence[DeliveryFate],
 ) -> None:
     """Say, for each of ``messages`` (one listener call's failed ones), what failed and
     ``fates[i]``: an end (DLQ, dropped) is an ERROR, a retry to come a WARNING; a

@@ -16,11 +16,12 @@ from typing import Any
 
 import anyio
 
-from producer._consume.decisions import ConsumeStatus
-from producer._consume.policy import DEAD_LETTER, SeenRecently
-from producer._consume.received import ReceivedMessage
+from producer._consume.policy import SeenRecently
 from producer._trace.records import ConsumeTrace
-from producer._types.message import MessageQueue
+from producer._types.consumer.context import ConsumeContext
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.consumer.retry_policy import DEAD_LETTER
+from producer._types.consumer.status import ConsumeStatus
 from producer.consumer._telemetry import NO_SPAN, ConsumerTelemetry
 
 log = logging.getLogger("producer.consumer")
@@ -31,24 +32,6 @@ RUN_MAX = 64  # listener calls of one run (one thread hop, one settlement), at m
 RUN_BUDGET_S = 0.002  # ... and about this much listener time (one call: unknown)
 ORDERLY_RUN_S = 0.1  # an orderly run's calls stop after this long (a call blocked)
 SUCCESS = ConsumeStatus.SUCCESS
-
-
-@dataclass(slots=True)
-class ConsumeContext:
-    """Passed to a listener that takes two arguments; set fields to steer the outcome.
-
-    ``ack_index``: with SUCCESS, messages ``0..ack_index`` succeeded and the rest are
-    retried (default: all succeeded). ``delay_level``: for retried messages, 0 lets the
-    broker choose (``3 + reconsume_times``), > 0 is that level, -1 sends them straight
-    to the dead-letter queue. Orderly consumers: ``suspend_current_queue_time_ms`` is
-    how long the queue waits before a failed batch is consumed again (default: the
-    consumer's option; 10 ms .. 30 s).
-    """
-
-    queue: MessageQueue
-    ack_index: int | None = None
-    delay_level: int = 0
-    suspend_current_queue_time_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,13 @@ from typing import Literal
 
 from producer._client.keywords import Keyword, dataclass_keywords
 from producer._consume.decisions import FlowLimits
-from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
+from producer._consume.policy import SeenRecently
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import ConsumeFromWhere, MessageModel
 from producer._remoting.delay_levels import DEFAULT_MAX_RECONSUME_TIMES
 from producer._remoting.namespace import check_namespace
 from producer._remoting.pop_requests import MAX_POP_MESSAGES
+from producer._types.consumer.retry_policy import ConsumeRetryPolicy
 from producer.errors import InvalidOptionError
 
 __all__ = [

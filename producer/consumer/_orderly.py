@@ -16,8 +16,7 @@ from typing import Any
 import anyio
 
 from producer._consume.decisions import (
-    ConsumeStatus,
-    Fate,
+    DeliveryFate,
     NextStep,
     OrderlyRetry,
     lock_valid,
@@ -25,13 +24,15 @@ from producer._consume.decisions import (
     suspend_ms,
 )
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel
+from producer._types.consumer.context import ConsumeContext
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.consumer.status import ConsumeStatus
 from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._consumption import Consumption
 from producer.consumer._failure_log import log_failed
-from producer.consumer._listener import RUN_MAX, ConsumeContext, ListenerCall, Verdict
+from producer.consumer._listener import RUN_MAX, ListenerCall, Verdict
 from producer.consumer._options import ORDERLY_MAX_RECONSUME_TIMES
 from producer.errors import ProducerError, UndecodableBodyError
 
@@ -238,13 +239,13 @@ class OrderlyConsumption(Consumption):
 
     def _fates(
         self, fresh: list[ReceivedMessage], buried: list[ReceivedMessage], pause: float
-    ) -> list[Fate]:
+    ) -> list[DeliveryFate]:
         most = self.options.max_reconsume_times
         attempts = None if most >= ORDERLY_MAX_RECONSUME_TIMES else most + 1
         return [
-            Fate(NextStep.DEAD_LETTER, m.reconsume_times + 1, attempts)
+            DeliveryFate(NextStep.DEAD_LETTER, m.reconsume_times + 1, attempts)
             if m in buried
-            else Fate(NextStep.AGAIN_HERE, m.reconsume_times + 1, attempts, delay_ms=pause)
+            else DeliveryFate(NextStep.AGAIN_HERE, m.reconsume_times + 1, attempts, delay_ms=pause)
             for m in fresh
         ]
 

@@ -26,17 +26,14 @@ import anyio.lowlevel
 
 from producer._client.clock import Clock
 from producer._client.keywords import takes_options
-from producer._consume.decisions import ConsumeStatus
-from producer._consume.pop import PoppedMessage
 from producer._consume.pop_retry import PopAction, PopStep, pop_step
-from producer._lifecycle import (
-    AsyncLifecycle,
-    LifecycleState,
-    Outstanding,
-    exit_noting_cancel,
-)
-from producer._remoting.acl import Credentials
-from producer.consumer._listener import ConsumeContext, Listener, _takes_context
+from producer._lifecycle import AsyncLifecycle, Outstanding, exit_noting_cancel
+from producer._types.consumer.context import ConsumeContext
+from producer._types.consumer.popped import PoppedMessage
+from producer._types.consumer.status import ConsumeStatus
+from producer._types.credentials import Credentials
+from producer._types.lifecycle_state import LifecycleState
+from producer.consumer._listener import Listener, _takes_context
 from producer.consumer._options import AWAIT_DURATION_MS, PopConsumerOptions
 from producer.consumer._simple_consumer import SimpleConsumer
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Collection
 
-from producer._consume.received import ReceivedMessage
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import MessageQueue
 from producer.consumer._pull_step import Pulled
 

@@ -28,14 +28,14 @@ from anyio.abc import TaskGroup
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
-from producer._consume.received import ReceivedMessage
 from producer._lifecycle import ENDED, AsyncLifecycle, exit_noting_cancel
-from producer._remoting.acl import Credentials
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.namespace import unwrap, wrap
-from producer._remoting.subscription import Subscription, parse_subscription
+from producer._remoting.subscription import Subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.credentials import Credentials
 from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._connect import Identity, open_api
@@ -49,7 +49,7 @@ from producer.consumer._options import (
 from producer.consumer._pull_buffer import PullBuffer
 from producer.consumer._pull_heartbeat import PullHeartbeat, serve_broker_requests
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
-from producer.consumer._sql_filters import check_in_broker, subscription_for
+from producer.consumer._sql_filters import check_in_broker, parse_subscription, subscription_for
 from producer.consumer._subscribe_checks import check_tag_expression
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 

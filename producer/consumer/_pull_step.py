@@ -22,11 +22,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from producer._consume.received import MAX_BODY_BYTES, ReceivedMessage, decode_pulled
+from producer._consume.received import MAX_BODY_BYTES, decode_pulled
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
 from producer._remoting.consumer_requests import PullParams, PullResult, PullStatus
 from producer._remoting.namespace import unwrap
 from producer._remoting.subscription import Subscription
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import MessageQueue
 from producer.consumer._broker_api import BrokerApi
 from producer.errors import OffsetOutOfRangeError, TransportError, UndecodableBodyError

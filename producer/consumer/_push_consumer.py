@@ -4,7 +4,9 @@ Lifecycle: ``start`` fetches routes, heartbeats (the broker creates ``%RETRY%<gr
 and rebalances; background loops then rebalance (every 20 s and on
 NOTIFY_CONSUMER_IDS_CHANGED), heartbeat (30 s), persist offsets (5 s) and, orderly,
 renew the broker's queue locks (20 s). ``aclose`` stops pulling, lets batches in flight
-finish within ``close_timeout_ms``, persists offsets, unlocks and unregisters.
+finish within ``close_timeout_ms``, persists offsets, unlocks and unregisters. The
+rebalance decides which queues are this member's; holding or letting go of one (locks,
+start offsets, hand-over) is ``_held_queues``.
 """
 
 from __future__ import annotations
@@ -22,12 +24,9 @@ from producer._client.clock import Clock, LoopClock
 from producer._client.host import local_ipv4
 from producer._client.keywords import takes_options
 from producer._client.routes import parse_namesrv
-from producer._consume.decisions import StartFrom, start_from
 from producer._consume.offsets import OffsetTable
-from producer._consume.policy import ConsumeRetryPolicy
-from producer._consume.process_queue import ProcessQueue
-from producer._lifecycle import AsyncLifecycle, LifecycleState, exit_noting_cancel
-from producer._remoting.acl import Credentials, signer_for
+from producer._lifecycle import AsyncLifecycle, exit_noting_cancel
+from producer._remoting.acl import signer_for
 from producer._remoting.allocate import allocate_averagely
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import ConsumerData, MessageModel
@@ -35,23 +34,25 @@ from producer._remoting.namespace import check_namespace, namespaced_group, wrap
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.request_table import not_supported
 from producer._remoting.retry_topics import retry_topic
-from producer._remoting.subscription import Subscription, parse_subscription
+from producer._remoting.subscription import Subscription
 from producer._remoting.validation import check_group
 from producer._trace.records import trace_topic
 from producer._transport import current_runtime
 from producer._transport.base import client_tls
+from producer._types.consumer.retry_policy import ConsumeRetryPolicy
+from producer._types.credentials import Credentials
+from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import MessageQueue
 from producer.consumer._concurrent import ConcurrentConsumption
 from producer.consumer._connect import Identity
+from producer.consumer._held_queues import HeldQueues
 from producer.consumer._listener import Listener
-from producer.consumer._offset_stores import DEFAULT_OFFSET_DIR, BrokerOffsets
+from producer.consumer._offset_stores import DEFAULT_OFFSET_DIR
 from producer.consumer._options import DEFAULT_OPTIONS as _C
 from producer.consumer._options import ConsumerOptions
-from producer.consumer._orderly import OrderlyConsumption, lock_queues
-from producer.consumer._queue_worker import QueueWorker
 from producer.consumer._route_watch import RouteWatch
-from producer.consumer._running import Running, start_running
-from producer.consumer._sql_filters import check_in_broker, subscription_for
+from producer.consumer._running import StartedPush, start_push
+from producer.consumer._sql_filters import check_in_broker, parse_subscription, subscription_for
 from producer.consumer._subscribe_checks import check_subscription
 from producer.errors import InvalidOptionError, LocalProtocolError, ProducerError
 
@@ -141,17 +142,22 @@ class PushConsumer(AsyncLifecycle):
         self._rng = rng or random.Random()
         self._subscriptions: dict[str, Subscription] = {}
         self._versions: dict[str, int] = {}
-        self._workers: dict[MessageQueue, QueueWorker] = {}
-        self._starting: list[QueueWorker] = []  # taken, pulling after the next heartbeat
         self.offsets = OffsetTable()
+        self._held = HeldQueues(
+            group,
+            lambda: self.options,
+            self.offsets,
+            self._subscriptions,
+            self._versions.__getitem__,
+        )
         self._rebalance_wanted = anyio.Event()
         self._routes = RouteWatch(group)
-        self._running: Running | None = None  # built by start(), kept after aclose()
+        self._running: StartedPush | None = None  # built by start(), kept after aclose()
 
     def __repr__(self) -> str:
         return (
             f"PushConsumer({self.group!r}, {self.state.value}, "
-            f"topics={sorted(self._subscriptions)}, queues={len(self._workers)})"
+            f"topics={sorted(self._subscriptions)}, queues={len(self._held.workers)})"
         )
 
     # -- set-up --------------------------------------------------------------------------
@@ -172,7 +178,7 @@ class PushConsumer(AsyncLifecycle):
     @property
     def assigned_queues(self) -> list[MessageQueue]:
         """The queues rebalancing gave this consumer, sorted by topic, broker and id."""
-        return sorted(self._workers, key=lambda q: (q.topic, q.broker_name, q.queue_id))
+        return sorted(self._held.workers, key=lambda q: (q.topic, q.broker_name, q.queue_id))
 
     @property
     def stats(self) -> dict[str, int]:
@@ -183,10 +189,10 @@ class PushConsumer(AsyncLifecycle):
             "consumed": 0 if r is None else r.consumption.consumed,
             "sent_back": 0 if r is None else r.consumption.sent_back,
             "in_flight": 0 if r is None else r.consumption.in_flight,
-            "held": sum(len(w.pq) for w in self._workers.values()),
+            "held": sum(len(w.pq) for w in self._held.workers.values()),
             "duplicates_dropped": 0 if r is None else r.call.duplicates,
-            "lag": sum(w.lag() for w in self._workers.values()),
-            "flow_waits": sum(w.flow_waits for w in self._workers.values()),
+            "lag": sum(w.lag() for w in self._held.workers.values()),
+            "flow_waits": sum(w.flow_waits for w in self._held.workers.values()),
         }
 
     async def start(self) -> None:
@@ -223,13 +229,13 @@ class PushConsumer(AsyncLifecycle):
         r.tg.start_soon(self._routes.run, r.api, lambda: self._route_found(r))
         r.tg.start_soon(self._every, self.options.heartbeat_interval_ms, self._heartbeat, r)
         r.tg.start_soon(self._every, self.options.persist_interval_ms, self._persist, r)
-        if self._needs_locks:
-            r.tg.start_soon(self._every, self.options.lock_interval_ms, self._lock_all, r)
+        if self._held.needs_locks:
+            r.tg.start_soon(self._every, self.options.lock_interval_ms, self._held.lock_all, r)
         if isinstance(r.consumption, ConcurrentConsumption):
             sweep_ms = self.options.consume_timeout_ms
             r.tg.start_soon(self._every, sweep_ms, self._sweep, r.consumption)
 
-    async def _open(self, listener: Listener) -> Running:
+    async def _open(self, listener: Listener) -> StartedPush:
         runtime = current_runtime()
         who = Identity(
             self.group,
@@ -240,7 +246,7 @@ class PushConsumer(AsyncLifecycle):
             self.options.connect_timeout_ms,
             self.namespace,
         )
-        return await start_running(
+        return await start_push(
             runtime,
             who,
             self._given_clock or LoopClock(runtime.loop_time),
@@ -250,7 +256,7 @@ class PushConsumer(AsyncLifecycle):
             listener=listener,
             offsets=self.offsets,
             offset_dir=self._offset_dir,
-            lag=lambda: [(q, w.lag()) for q, w in self._workers.items()],
+            lag=lambda: [(q, w.lag()) for q, w in self._held.workers.items()],
             trace_topic=self._trace_topic,
         )
 
@@ -284,35 +290,20 @@ class PushConsumer(AsyncLifecycle):
             except ProducerError as exc:
                 log.warning("%s: %s failed: %s", self.group, job, exc)
 
-    async def _heartbeat(self, r: Running) -> None:
+    async def _heartbeat(self, r: StartedPush) -> None:
         await self._refresh_routes(r)
         await r.api.heartbeat(self._consumer_data())
 
-    async def _persist(self, r: Running, *, final: bool = False) -> None:
-        await r.store.persist(self.offsets.to_persist(set(self._workers)), final=final)
+    async def _persist(self, r: StartedPush, *, final: bool = False) -> None:
+        await r.store.persist(self.offsets.to_persist(set(self._held.workers)), final=final)
 
     async def _sweep(self, consumption: ConcurrentConsumption) -> None:
-        await consumption.sweep_expired([w.pq for w in self._workers.values()])
+        await consumption.sweep_expired([w.pq for w in self._held.workers.values()])
 
-    @property
     def _needs_locks(self) -> bool:
         return self.options.orderly and self.options.model is MessageModel.CLUSTERING
 
-    def _by_broker(self) -> dict[str, list[ProcessQueue]]:
-        held: dict[str, list[ProcessQueue]] = {}
-        for queue, worker in sorted(self._workers.items(), key=lambda item: str(item[0])):
-            held.setdefault(queue.broker_name, []).append(worker.pq)
-        return held
-
-    async def _lock_all(self, r: Running) -> None:
-        """``lockAll``: renew the lock of every held queue, broker by broker."""
-        for broker, pqs in self._by_broker().items():
-            try:
-                await lock_queues(r.api, broker, pqs, r.clock.monotonic_ms())
-            except ProducerError as exc:
-                log.info("%s: locking queues on %s failed: %s", self.group, broker, exc)
-
-    async def _rebalance_loop(self, r: Running) -> None:
+    async def _rebalance_loop(self, r: StartedPush) -> None:
         while True:
             with anyio.move_on_after(self.options.rebalance_interval_ms / 1000.0):
                 await self._rebalance_wanted.wait()
@@ -321,18 +312,18 @@ class PushConsumer(AsyncLifecycle):
                 await r.api.heartbeat(self._consumer_data())  # new brokers learn of us
             await self._rebalance(r)
 
-    async def _refresh_routes(self, r: Running) -> bool:
+    async def _refresh_routes(self, r: StartedPush) -> bool:
         """Fetch every subscribed topic's route; True if one that was missing appeared."""
         return await self._routes.refresh(r.api, self._subscriptions)
 
-    async def _route_found(self, r: Running) -> None:
+    async def _route_found(self, r: StartedPush) -> None:
         """A missing topic appeared: its brokers learn of us, then we rebalance at once."""
         await r.api.heartbeat(self._consumer_data())
         self._rebalance_wanted.set()
 
     # -- rebalance -----------------------------------------------------------------------
 
-    async def _rebalance(self, r: Running) -> None:
+    async def _rebalance(self, r: StartedPush) -> None:
         changed = False
         for topic in list(self._subscriptions):
             try:
@@ -343,12 +334,12 @@ class PushConsumer(AsyncLifecycle):
             await r.api.heartbeat(self._consumer_data())
         # Pulls start once the broker knows the new subscription version: Java starts
         # them first, and their first pull is refused (25, not latest) and retried in 3 s.
-        starting, self._starting = self._starting, []
+        starting, self._held.starting = self._held.starting, []
         for worker in starting:
             if not worker.pq.dropped:
                 r.tg.start_soon(worker.run)
 
-    async def _rebalance_topic(self, r: Running, topic: str) -> bool:
+    async def _rebalance_topic(self, r: StartedPush, topic: str) -> bool:
         queues = r.api.cached(topic)
         if queues is None:
             return False
@@ -359,86 +350,14 @@ class PushConsumer(AsyncLifecycle):
             if not members:
                 return False
             mine = set(allocate_averagely(queues.queues, members, self.client_id))
-        current = {q for q in self._workers if q.topic == topic}
+        current = {q for q in self._held.workers if q.topic == topic}
         for queue in current - mine:
-            await self._give_up(r, queue)
-        added = [q for q in mine - current if await self._take(r, q)]
-        now_held = {q for q in self._workers if q.topic == topic}
+            await self._held.give_up(r, queue)
+        added = [q for q in mine - current if await self._held.take(r, q)]
+        now_held = {q for q in self._held.workers if q.topic == topic}
         if now_held != current:
             self._versions[topic] = max(r.clock.wall_ms(), self._versions[topic] + 1)
         return bool(added) or now_held != current
-
-    async def _take(self, r: Running, queue: MessageQueue) -> bool:
-        pq = ProcessQueue(queue)
-        try:
-            if self._needs_locks:  # lock first: the offset is the last owner's final one
-                await lock_queues(r.api, queue.broker_name, [pq], r.clock.monotonic_ms())
-                if not pq.locked:
-                    return False  # another member still holds it; the next rebalance retries
-            offset = await self._start_offset(r, queue)
-        except ProducerError as exc:
-            log.info("%s: cannot start %s yet: %s", self.group, queue, exc)
-            return False
-        self.offsets.update(queue, offset, increase_only=False)
-        worker = QueueWorker(
-            pq,
-            offset,
-            subscription=self._subscriptions[queue.topic],
-            sub_version=lambda: self._versions[queue.topic],
-            api=r.api,
-            offsets=self.offsets,
-            consumption=r.consumption,
-            options=self.options,
-        )
-        self._workers[queue] = worker
-        self._starting.append(worker)
-        return True
-
-    async def _start_offset(self, r: Running, queue: MessageQueue) -> int:
-        stored = await r.store.read(queue)
-        where = start_from(stored, self.options.consume_from, queue.topic)
-        if where is StartFrom.STORED:
-            assert stored is not None
-            return stored
-        if where is StartFrom.ZERO:
-            return 0
-        if where is StartFrom.MAX_OFFSET:
-            return await r.api.max_offset(queue)
-        timestamp = self.options.consume_timestamp_ms or 0
-        return await r.api.search_offset(queue, timestamp)
-
-    async def _give_up(self, r: Running, queue: MessageQueue) -> None:
-        """Stop pulling ``queue``; persist its offset once (another member takes it next).
-
-        Orderly: first let the batch in flight settle (or keep the queue until the next
-        rebalance), persist the offset with an answer, then release the broker's lock."""
-        worker = self._workers[queue]
-        consumption = r.consumption
-        orderly = isinstance(consumption, OrderlyConsumption)
-        if isinstance(consumption, OrderlyConsumption) and not await consumption.hand_over(
-            worker.pq
-        ):
-            log.info("%s: %s is still consuming; handed over later", self.group, queue)
-            return
-        del self._workers[queue]
-        worker.pq.dropped = True
-        worker.stop()
-        r.api.nodes.forget(queue)  # no longer ours: it does not keep us degraded
-        offset = self.offsets.remove(queue)
-        try:
-            if offset is not None and isinstance(r.store, BrokerOffsets):
-                await r.api.persist(queue, offset, oneway=not orderly)
-            if self._needs_locks:
-                await r.api.unlock(queue.broker_name, [queue])
-        except ProducerError as exc:
-            log.info("%s: hand-over of %s incomplete: %s", self.group, queue, exc)
-
-    async def _unlock_all(self, r: Running) -> None:
-        for broker, pqs in self._by_broker().items():
-            try:
-                await r.api.unlock(broker, [pq.queue for pq in pqs], oneway=False)
-            except ProducerError as exc:
-                log.info("%s: unlocking queues on %s failed: %s", self.group, broker, exc)
 
     # -- shutdown ------------------------------------------------------------------------
 
@@ -448,24 +367,24 @@ class PushConsumer(AsyncLifecycle):
         r = self._running
         if not self._close_begins() or r is None:  # closed already, or never started
             return
-        for worker in self._workers.values():
+        for worker in self._held.workers.values():
             worker.stop()
         timeout_s = self.options.close_timeout_ms / 1000.0
         with anyio.move_on_after(timeout_s, shield=True):
             await r.consumption.wait_idle()
-        for worker in self._workers.values():
+        for worker in self._held.workers.values():
             worker.pq.dropped = True  # anything still running is discarded, not committed
         with anyio.move_on_after(timeout_s, shield=True):
             await self._persist(r, final=True)
-            if self._needs_locks:
-                await self._unlock_all(r)
+            if self._held.needs_locks:
+                await self._held.unlock_all(r)
             await r.api.unregister(self.options.connect_timeout_ms)
         if r.trace is not None:  # the last calls' records, before the connections close
             await r.trace.aclose(self.options.close_timeout_ms)
         r.tg.cancel_scope.cancel()
         cancelled = await exit_noting_cancel(r.tg)
         cancelled = await exit_noting_cancel(r.pool) or cancelled
-        self._workers.clear()
+        self._held.workers.clear()
         self._now_closed()
         if cancelled is not None:  # the caller is being cancelled: closed, now say so
             raise cancelled

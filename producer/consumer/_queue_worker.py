@@ -27,9 +27,9 @@ import anyio
 from producer._consume.decisions import flow_blocked
 from producer._consume.offsets import OffsetTable
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._remoting.consumer_requests import MessageModel, PullParams, PullResult, PullStatus
 from producer._remoting.subscription import Subscription
+from producer._types.consumer.received import ReceivedMessage
 from producer.consumer._broker_api import BrokerApi
 from producer.consumer._options import ConsumerOptions
 from producer.consumer._pull_ahead import PullAhead
@@ -45,7 +45,7 @@ from producer.errors import ProducerError
 log = logging.getLogger("producer.consumer")
 
 
-class Consumption(Protocol):
+class ConsumptionPort(Protocol):
     """What a queue's pull loop hands its messages to: concurrent or orderly."""
 
     def submit(self, pq: ProcessQueue, messages: list[ReceivedMessage]) -> None: ...
@@ -63,7 +63,7 @@ class QueueWorker:
         sub_version: Callable[[], int],
         api: BrokerApi,
         offsets: OffsetTable,
-        consumption: Consumption,
+        consumption: ConsumptionPort,
         options: ConsumerOptions,
     ) -> None:
         self.pq = pq

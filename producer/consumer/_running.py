@@ -1,6 +1,6 @@
 """What a started push consumer runs on: built in one piece by ``start``, never half there.
 
-Before ``start`` none of it exists; so the consumer holds one :class:`Running` (or None,
+Before ``start`` none of it exists; so the consumer holds one :class:`StartedPush` (or None,
 before ``start``) where it would otherwise hold seven attributes that may each be None,
 and hands it to each step of its life (rebalance, heartbeat, persist, close).
 """
@@ -36,7 +36,7 @@ from producer.consumer._telemetry import ConsumerTelemetry, LagSource
 
 
 @dataclass(frozen=True, slots=True)
-class Running:
+class StartedPush:
     """A started consumer's connections, task group, offset store and consumption."""
 
     pool: ConnectionPool
@@ -49,7 +49,7 @@ class Running:
     trace: TraceDispatcher | None = None  # message trace, when on
 
 
-async def start_running(
+async def start_push(
     runtime: Runtime,
     who: Identity,
     clock: Clock,
@@ -62,7 +62,7 @@ async def start_running(
     offset_dir: Path,
     lag: LagSource,
     trace_topic: str | None = None,
-) -> Running:
+) -> StartedPush:
     """Open the connections and the task group; the store is opened by the caller."""
     pool, api = await open_api(runtime, who, clock, rng, serve)
     store: OffsetStore
@@ -89,7 +89,7 @@ async def start_running(
     consumption = kind(
         call, api=api, offsets=offsets, options=options, tg=tg, now_ms=clock.monotonic_ms
     )
-    return Running(pool, api, store, tg, call, consumption, clock, trace)
+    return StartedPush(pool, api, store, tg, call, consumption, clock, trace)
 
 
 async def _start_trace(

@@ -26,16 +26,8 @@ from collections.abc import Sequence
 
 from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
-from producer._consume.pop import (
-    PoppedMessage,
-    PopTiming,
-    Receipt,
-    ReceiptState,
-    decide,
-    popped_messages,
-)
+from producer._consume.pop import PopTiming, decide, popped_messages
 from producer._lifecycle import ENDED, AsyncLifecycle
-from producer._remoting.acl import Credentials
 from producer._remoting.pop_batch_ack import batch_ack_request
 from producer._remoting.pop_requests import (
     MAX_POP_MESSAGES,
@@ -52,9 +44,10 @@ from producer._remoting.pop_requests import (
 )
 from producer._remoting.request_codes import POP_BROKER_VERSION, V5_2_0, version_name
 from producer._remoting.requests import max_offset_request
-from producer._remoting.subscription import parse_subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
+from producer._types.consumer.popped import PoppedMessage, Receipt, ReceiptState
+from producer._types.credentials import Credentials
 from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi, TopicQueues
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import (
@@ -64,6 +57,7 @@ from producer.consumer._options import (
     check_int,
     check_invisible,
 )
+from producer.consumer._sql_filters import parse_subscription
 from producer.errors import (
     BrokerError,
     InvalidOptionError,

@@ -12,17 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from latency_fault import java_string_hash
 from producer._remoting.consumer_requests import check_client_config_request
 from producer._remoting.sql92 import compile_sql92
 from producer._remoting.sql92_build import SqlParseError
-from producer._remoting.subscription import Subscription, parse_subscription, sql_subscription
+from producer._remoting.subscription import Subscription, sql_subscription, tag_subscription
 from producer._response_codes import ResponseCode
 from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi
 from producer.errors import BrokerError, InvalidOptionError, SqlFilterError
 
-__all__ = ["check_in_broker", "subscription_for"]
+__all__ = ["check_in_broker", "parse_subscription", "subscription_for"]
 
 _UNSUPPORTED = "does not support consumer to filter message"
+
+
+def parse_subscription(topic: str, expression: str | None) -> Subscription:
+    """A TAG subscription as the Java client builds it, its tags hashed by Java's
+    ``String.hashCode`` (the one definition, ``latency_fault.java_string_hash``)."""
+    return tag_subscription(topic, expression, java_string_hash)
 
 
 def subscription_for(topic: str, expression: str | None, sql: str | None) -> Subscription:

@@ -27,7 +27,7 @@ from opentelemetry.trace import (
     StatusCode,
 )
 
-from producer._consume.received import ReceivedMessage
+from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import MessageQueue
 
 __all__ = ["NO_SPAN", "ConsumerTelemetry", "metering", "tracing"]

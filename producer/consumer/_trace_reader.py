@@ -14,7 +14,6 @@ import random
 from ssl import SSLContext
 
 from producer._client.clock import LoopClock
-from producer._remoting.acl import Credentials
 from producer._remoting.command import RemotingCommand
 from producer._remoting.query_message import NO_END, UNIQUE_QUERY_MAX_NUM
 from producer._remoting.request_codes import RequestCode
@@ -22,6 +21,7 @@ from producer._remoting.store_record import decode_records
 from producer._remoting.trace import TRACE_TOPIC, TraceRecord, decode_trace_body
 from producer._response_codes import ResponseCode
 from producer._transport import current_runtime
+from producer._types.credentials import Credentials
 from producer.consumer._connect import Identity, open_api
 from producer.errors import ProducerError, RemoteProtocolError
 

@@ -48,6 +48,7 @@ from producer._remoting.admin import (
 )
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import subscription_json
+from producer._remoting.java_hash_map import java_hash_order
 from producer._remoting.request_codes import (
     POP_BROKER_VERSION,
     V5_0_0,
@@ -63,7 +64,7 @@ from producer._types.message import MessageQueue
 from producer.testing._assignment import ASSIGNMENT_CODES, Assignments
 from producer.testing._consume_fields import Refused, int_field, need, pulled_record
 from producer.testing._consume_side import ConsumeSide
-from producer.testing._java_order import java_hash_order, queue_hash
+from producer.testing._java_order import queue_hash
 from producer.testing._pop import PopSide
 from producer.testing._send_checks import MAX_MESSAGE_SIZE, SendRefusal, check_topic_name
 from producer.testing._store import BrokerStore, StoredMessage, TopicConfig

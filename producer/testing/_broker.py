@@ -63,7 +63,7 @@ from producer.testing._send_checks import (
     pending_batch,
     pending_single,
 )
-from producer.testing._server import Channel, Decider, Reply
+from producer.testing._server import Channel, Decider, ServerReply
 from producer.testing._store import (
     AUTO_CREATE_TOPIC,
     DEFAULT_TOPIC_QUEUE_NUMS,
@@ -229,14 +229,14 @@ class Broker:
 
     # -- RequestHandler ------------------------------------------------------------------
 
-    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> ServerReply | None:
         request = decode_payload(payload)
         if request.is_response:
             return None
         remark = None if self.access is None else self.access.refusal(request)
         if remark is not None:  # checked first, as the broker's ACL hook runs first
             refused = request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark)
-            return None if request.is_oneway else Reply(encode_frame(refused))
+            return None if request.is_oneway else ServerReply(encode_frame(refused))
         if self.role.slave and request.code in SLAVE_REFUSED:
             decision = decider(request.code in SEND_CODES)
             response: RemotingCommand | None = slave_refusal(request, self.region)
@@ -265,7 +265,7 @@ class Broker:
         if request.is_oneway or response is None:
             return None
         response.version = self.version
-        return Reply(encode_frame(response), decision.delay)
+        return ServerReply(encode_frame(response), decision.delay)
 
     def process_other(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         code = request.code

@@ -40,7 +40,7 @@ def answer_heartbeat(
     groups = [p.get("groupName") for p in heartbeat.producerDataSet]
     producers.heartbeat(heartbeat.clientID, [g for g in groups if isinstance(g, str)], channel)
     if heartbeat.consumerDataSet:
-        consume.heartbeat(
+        consume.members.heartbeat(
             heartbeat.clientID,
             heartbeat.consumerDataSet,
             channel,
@@ -59,7 +59,7 @@ def answer_unregister(
         return request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark)
     consumer_group = request.field("consumerGroup")
     if consumer_group:
-        consume.unregister(consumer_group, client_id)
+        consume.members.unregister(consumer_group, client_id)
     producers.unregister(client_id, request.field("producerGroup") or "")
     return request.make_response(ResponseCode.SUCCESS, ext_fields={})
 

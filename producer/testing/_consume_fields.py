@@ -10,6 +10,7 @@ import msgspec
 
 from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
+from producer._remoting.java_hash_map import java_hash_order
 from producer._remoting.message_codec import compress_body, is_compressed
 from producer._remoting.properties import TAGS, encode_properties
 from producer._remoting.request_codes import RequestCode
@@ -19,7 +20,7 @@ from producer._remoting.subscription import Subscription
 from producer._response_codes import ResponseCode
 from producer._types.message import MessageQueue
 from producer.testing._groups import LockTable
-from producer.testing._java_order import java_hash_order, queue_hash
+from producer.testing._java_order import queue_hash
 from producer.testing._store import BrokerStore, PendingMessage, StoredMessage, stored_size
 
 _REMOTING_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"

@@ -5,8 +5,8 @@ offsets piggy-backed on pulls), QUERY/UPDATE_CONSUMER_OFFSET and GET_ALL_CONSUME
 (per broker version, :mod:`~producer.testing._offset_answers`), GET_MIN_OFFSET,
 GET_EARLIEST_MSG_STORETIME,
 SEARCH_OFFSET_BY_TIMESTAMP, GET_CONSUMER_LIST_BY_GROUP, CONSUMER_SEND_MSG_BACK,
-LOCK/UNLOCK_BATCH_MQ; heartbeats register consumers, create ``%RETRY%<group>`` and
-notify the group (NOTIFY_CONSUMER_IDS_CHANGED, a oneway request the broker starts).
+LOCK/UNLOCK_BATCH_MQ. Heartbeats, membership and NOTIFY_CONSUMER_IDS_CHANGED are
+:mod:`~producer.testing._consumer_members`'s.
 Puts with ``DELAY`` go through :class:`~producer.testing._schedule.DelaySchedule`.
 
 The shell calls :meth:`ConsumeSide.tick` periodically: due delayed messages are
@@ -15,13 +15,11 @@ delivered, held pulls past their deadline answered, silent consumers expired.
 
 from __future__ import annotations
 
-import itertools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import NamedTuple
 
-import msgspec
-
+from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
 from producer._remoting.consumer_requests import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from producer._remoting.delay_levels import DelayLevels, send_back_level
@@ -34,7 +32,7 @@ from producer._remoting.properties import (
     RETRY_TOPIC,
     WAIT,
 )
-from producer._remoting.request_codes import FLAG_ONEWAY, V4_9_4, RequestCode
+from producer._remoting.request_codes import V4_9_4, RequestCode
 from producer._remoting.retry_topics import (
     RETRY_PREFIX,
     dlq_topic,
@@ -44,11 +42,10 @@ from producer._remoting.retry_topics import (
 )
 from producer._remoting.sql92_nodes import Node
 from producer._remoting.store_record import encode_record
-from producer._remoting.subscription import Subscription, parse_subscription
+from producer._remoting.subscription import Subscription, tag_subscription
 from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import (
     QUEUE_QUERIES,
-    ConsumerDataWire,
     Refused,
     get_messages,
     group_queue,
@@ -59,8 +56,8 @@ from producer.testing._consume_fields import (
     pending_copy,
     pulled_record,
     queue_query,
-    registered_subscription,
 )
+from producer.testing._consumer_members import ConsumerMembers
 from producer.testing._filters import (
     ConsumerFilters,
     check_property_filter,
@@ -71,7 +68,6 @@ from producer.testing._groups import (
     ConsumerOffsets,
     ConsumerRegistry,
     LockTable,
-    RegisteredConsumer,
 )
 from producer.testing._held_pulls import HeldPull, HeldPulls
 from producer.testing._offset_answers import all_offsets_answer, query_offset_answer
@@ -143,6 +139,7 @@ class ConsumeSide:
         self.served = 0  # messages answered to pulls (how a failover test sees a slave read)
         self.broker_name = broker_name
         self.registry = ConsumerRegistry()
+        self.members = ConsumerMembers(self.registry, self.filters, clock_ms, self._ensure_topic)
         self.locks = LockTable()
         self.offsets = ConsumerOffsets()
         self.schedule = DelaySchedule(delay_levels)
@@ -152,7 +149,6 @@ class ConsumeSide:
         self._create_topic = create_topic
         self._put = put
         self._held = HeldPulls(start_ms=clock_ms(), check_ms=hold_check_ms)
-        self._opaques = itertools.count(1)
         store.put_topic(TopicConfig(SCHEDULE_TOPIC, 18, 18, PERM_READ | PERM_WRITE))
         store.on_append = self._wake
 
@@ -189,78 +185,17 @@ class ConsumeSide:
         if code in QUEUE_QUERIES:
             return queue_query(request, self.store)
         if code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
-            return self._consumer_list(request)
+            return self.members.consumer_list(request)
         if code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return self._send_back(request)
         return lock_answer(request, self.locks, self._clock_ms())
 
     # -- membership ----------------------------------------------------------------------
 
-    def heartbeat(
-        self,
-        client_id: str,
-        consumers: Sequence[object],
-        channel: Channel,
-        *,
-        language: str = "JAVA",
-        version: int = 0,
-    ) -> None:
-        """Register the heartbeat's consumer groups; notify groups whose membership changed.
-        ``language`` and ``version`` are the heartbeat's header's (the connection list)."""
-        now = self._clock_ms()
-        for raw in consumers:
-            try:
-                data = msgspec.convert(raw, ConsumerDataWire)
-            except msgspec.ValidationError:
-                continue
-            group = self.registry.group(data.groupName)
-            assert group is not None
-            self._ensure_topic(retry_topic(data.groupName), group.retry_queue_nums)
-            consumer = RegisteredConsumer(
-                client_id,
-                channel,
-                data.messageModel,
-                {s.topic: (registered_subscription(s), s.subVersion) for s in data.subscriptions},
-                now,
-                consume_type=data.consumeType,
-                consume_from_where=data.consumeFromWhere,
-                language=language,
-                version=version,
-            )
-            if self.registry.register(data.groupName, consumer):
-                self.notify(data.groupName)
-            self.filters.register(data.groupName, data.subscriptions)
-
-    def unregister(self, group: str, client_id: str) -> None:
-        if self.registry.unregister(group, client_id):
-            self.notify(group)
-
     def channel_closed(self, channel: Channel) -> None:
-        for group in self.registry.drop_channel(channel):
-            self.notify(group)
+        """A closed connection's members leave their groups and its held pulls go."""
+        self.members.drop_channel(channel)
         self._held.drop_channel(channel)
-
-    def notify(self, group: str) -> None:
-        """NOTIFY_CONSUMER_IDS_CHANGED to every member (oneway, the broker's own opaque)."""
-        for member in self.registry.members(group):
-            command = RemotingCommand(
-                RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                opaque=next(self._opaques),
-                flag=FLAG_ONEWAY,
-                ext_fields={"consumerGroup": group},
-            )
-            if member.channel.is_open:
-                member.channel.write(encode_frame(command))
-
-    def _consumer_list(self, request: RemotingCommand) -> RemotingCommand:
-        group = need(request, "consumerGroup")
-        ids = self.registry.client_ids(group)
-        if not ids:
-            raise Refused(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
-        body = msgspec.json.encode({"consumerIdList": ids})
-        return request.make_response(ResponseCode.SUCCESS, ext_fields={}, body=body)
-
-    # -- offsets -------------------------------------------------------------------------
 
     # -- pulls ---------------------------------------------------------------------------
 
@@ -334,7 +269,7 @@ class ConsumeSide:
         if sys_flag & FLAG_SUBSCRIPTION:
             kind, text = request.field("expressionType"), request.field("subscription")
             if is_tag_type(kind):
-                return parse_subscription(topic, text), None
+                return tag_subscription(topic, text, java_string_hash), None
             sql = pull_own_filter(text, kind)
             return Subscription(topic, text or "", (), (), kind or ""), sql
         if not self.registry.is_registered(group):
@@ -395,8 +330,7 @@ class ConsumeSide:
             self._deliver(commit_offset)
         for pull in self._held.timed_out(now):
             self._answer_held(pull)
-        for group in self.registry.expire(now):
-            self.notify(group)
+        self.members.expire(now)
 
     # -- delayed puts --------------------------------------------------------------------
 

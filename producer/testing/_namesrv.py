@@ -17,6 +17,7 @@ from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_payload
 from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.java_hash_map import java_hash_order
 from producer._remoting.request_codes import PROTOCOL_VERSION, V4_9_4, RequestCode
 from producer._remoting.route import (
     MASTER_ID,
@@ -27,9 +28,8 @@ from producer._remoting.route import (
 )
 from producer._response_codes import ResponseCode
 from producer.testing._broker import not_supported
-from producer.testing._java_order import java_hash_order
 from producer.testing._namesrv_admin import NAMESRV_ADMIN_CODES, answer_namesrv_admin
-from producer.testing._server import Channel, Decider, Reply
+from producer.testing._server import Channel, Decider, ServerReply
 from producer.testing._store import TopicConfig
 
 __all__ = ["NameServer"]
@@ -136,7 +136,7 @@ class NameServer:
 
     # -- RequestHandler ------------------------------------------------------------------
 
-    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> ServerReply | None:
         request = decode_payload(payload)
         if request.is_response:
             return None
@@ -149,7 +149,7 @@ class NameServer:
             response = not_supported(request)
         if request.is_oneway:
             return None
-        return Reply(encode_frame(response), decision.delay)
+        return ServerReply(encode_frame(response), decision.delay)
 
     def route_response(self, request: RemotingCommand) -> RemotingCommand:
         topic = request.field("topic")

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 from latency_fault import java_string_hash
 from producer._remoting.admin import cluster_info_body, topic_list_body
 from producer._remoting.command import RemotingCommand
+from producer._remoting.java_hash_map import java_hash_order
 from producer._remoting.request_codes import V5_0_0, RequestCode
 from producer._response_codes import ResponseCode
-from producer.testing._java_order import java_hash_order
 
 if TYPE_CHECKING:
     from producer.testing._namesrv import NameServer

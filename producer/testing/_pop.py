@@ -35,6 +35,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.pop_requests import (
@@ -49,7 +50,7 @@ from producer._remoting.pop_requests import (
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.retry_topics import RETRY_PREFIX
 from producer._remoting.store_record import encode_record
-from producer._remoting.subscription import Subscription, parse_subscription
+from producer._remoting.subscription import Subscription, tag_subscription
 from producer._response_codes import ResponseCode
 from producer.testing._consume_fields import Refused, int_field, need, pending_copy, pulled_record
 from producer.testing._pop_acks import REVIVE_QUEUE_NUM, PopAcks
@@ -148,7 +149,7 @@ class PopSide:
         queue_id = int_field(request, "queueId")
         config = self._pop_checks(topic, max_count, queue_id, channel.peer)
         order = request.field("order") == "true"
-        sub = parse_subscription(topic, request.field("exp"))
+        sub = tag_subscription(topic, request.field("exp"), java_string_hash)
         now = self._clock_ms()
         invisible = int_field(request, "invisibleTime")
         init = InitMode(int_field(request, "initMode") or 0)
@@ -253,7 +254,7 @@ class PopSide:
         config = self.store.topic(retry)
         if config is None or len(popped.records) >= max_count:
             return
-        every = parse_subscription(retry, "*")
+        every = tag_subscription(retry, "*", java_string_hash)
         for qid in range(config.read_queue_nums):
             wanted = max_count - len(popped.records)
             self._pop_queue(

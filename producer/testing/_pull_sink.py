@@ -25,7 +25,7 @@ from producer._remoting.store_record import StoreRecord, body_crc, encode_record
 from producer._response_codes import ResponseCode
 from producer.testing._broker import Broker
 from producer.testing._consume_fields import MAX_TRANSFER_COUNT, int_or_zero
-from producer.testing._server import Channel, Decider, Reply
+from producer.testing._server import Channel, Decider, ServerReply
 
 __all__ = ["BACKLOG", "PullSinkBroker", "sink_records"]
 
@@ -74,12 +74,12 @@ class PullSinkBroker(Broker):
         super().set_store_host(host, port)
         self._store_host = f"{host}:{port}"
 
-    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> ServerReply | None:
         request = decode_payload(payload)
         if request.code == RequestCode.PULL_MESSAGE and not request.is_response:
             topic = request.field("topic") or ""
             if not topic.startswith("%") and self.store.topic(topic) is not None:
-                return Reply(encode_frame(self._pull(request, topic)), decider(False).delay)
+                return ServerReply(encode_frame(self._pull(request, topic)), decider(False).delay)
         return super().handle(payload, decider, channel)
 
     def _template(self, topic: str) -> tuple[bytes, int]:

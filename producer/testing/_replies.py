@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
+from latency_fault import java_string_hash
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.properties import PUSH_REPLY_TIME, REPLY_TO_CLIENT, decode_properties
@@ -90,7 +91,9 @@ class ReplyPusher:
             return f"push reply message fail, channel of <{client_id}> not found."
         store_timestamp = self._clock_ms()  # read first, as the broker does (#65: 412, 413)
         properties[PUSH_REPLY_TIME] = str(self._clock_ms())
-        fields = _push_fields(header, encode_java_map(properties), peer, self.store.store_host)
+        fields = _push_fields(
+            header, encode_java_map(properties, java_string_hash), peer, self.store.store_host
+        )
         fields["storeTimestamp"] = str(store_timestamp)
         push = RemotingCommand(
             RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,

@@ -25,7 +25,7 @@ from producer._remoting.frame_encoder import MAX_FRAME_BYTES
 from producer.errors import RemoteProtocolError
 from producer.testing._faults import FaultDecision, FaultSpec, decide
 
-__all__ = ["GARBAGE_FRAME", "Channel", "Decider", "Listener", "Reply", "RequestHandler"]
+__all__ = ["GARBAGE_FRAME", "Channel", "Decider", "Listener", "ServerReply", "RequestHandler"]
 
 log = logging.getLogger("producer.testing")
 
@@ -39,7 +39,7 @@ Decider = Callable[[bool], FaultDecision]
 """Called by a handler once per request with ``is_send``; returns the fault decision."""
 
 
-class Reply(NamedTuple):
+class ServerReply(NamedTuple):
     frame: bytes
     delay: float = 0.0
 
@@ -58,7 +58,7 @@ class Channel(Protocol):
 
 
 class RequestHandler(Protocol):
-    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> ServerReply | None:
         """Answer one frame (``payload`` is the frame without its length prefix), or
         ``None`` when there is nothing to answer now (oneway, or answered later through
         ``channel``). Raises ``RemoteProtocolError`` on bad bytes."""
@@ -301,7 +301,7 @@ class Listener:
 
         return decider
 
-    def _write_later(self, connection: _Connection, reply: Reply) -> None:
+    def _write_later(self, connection: _Connection, reply: ServerReply) -> None:
         loop = asyncio.get_running_loop()
         timers = self._timers
 

@@ -18,7 +18,7 @@ from producer._remoting.request_codes import FLAG_ONEWAY, RequestCode, Serialize
 from producer._remoting.send_header import DEFAULT_REGION
 from producer.errors import RemoteProtocolError
 from producer.testing._faults import FaultDecision
-from producer.testing._server import Channel, Decider, Reply
+from producer.testing._server import Channel, Decider, ServerReply
 
 __all__ = ["SinkBroker"]
 
@@ -92,7 +92,7 @@ class SinkBroker:
     def message_count(self, topic: str | None = None) -> int:
         return self.messages if topic is None else self.by_topic.get(topic, 0)
 
-    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> Reply | None:
+    def handle(self, payload: bytes, decider: Decider, channel: Channel) -> ServerReply | None:
         if len(payload) < 4:
             raise RemoteProtocolError("frame too short")
         (word,) = _INT32.unpack_from(payload, 0)
@@ -117,7 +117,7 @@ class SinkBroker:
         else:
             templates = self._send_templates if is_send else self._other_templates
             frame = templates[serialize_type].render(opaque, serialize_type)
-        return Reply(frame, decision.delay)
+        return ServerReply(frame, decision.delay)
 
     def _count(self, payload: bytes, header_len: int, code: int, serialize_type: int) -> None:
         count = 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from producer import Message, MessageQueue, SendResult, SendStatus
 from producer._send.hooks import AttemptContext
-from producer.cli.demo_ledger import MsgIdLedger, Verdict, judge
+from producer.cli.demo_ledger import LedgerVerdict, MsgIdLedger, judge
 from producer.errors import BrokerError, Fate, NoRouteError, RequestTimeout
 
 
@@ -78,7 +78,7 @@ def test_duplicates_need_as_many_attempts_of_unknown_fate() -> None:
 
 
 def test_verdict_counts_failed_sends() -> None:
-    verdict = Verdict(
+    verdict = LedgerVerdict(
         acknowledged=0,
         stored_unique=0,
         stored_total=0,

@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from producer.cli.demo_ledger import Verdict
+from producer.cli.demo_ledger import LedgerVerdict
 from producer.cli.demo_view import (
     LiveDisplay,
     PhaseSpan,
@@ -90,14 +90,14 @@ def test_verdict_lines_pass_and_fail() -> None:
         unexplained=frozenset(),
         unknown_fate_attempts=1,
     )
-    passing = verdict_lines(Verdict(**base))  # type: ignore[arg-type]
+    passing = verdict_lines(LedgerVerdict(**base))  # type: ignore[arg-type]
     assert passing[0].startswith("VERDICT: PASS")
     assert any("duplicates: 1" in line for line in passing)
-    failing = Verdict(**{**base, "missing": frozenset({"ID1"})})  # type: ignore[arg-type]
+    failing = LedgerVerdict(**{**base, "missing": frozenset({"ID1"})})  # type: ignore[arg-type]
     lines = verdict_lines(failing)
     assert lines[0].startswith("VERDICT: FAIL")
     assert any("LOST: 1" in line and "ID1" in line for line in lines)
-    failed_sends = Verdict(**{**base, "failed": {"SendTimeout": 2}})  # type: ignore[arg-type]
+    failed_sends = LedgerVerdict(**{**base, "failed": {"SendTimeout": 2}})  # type: ignore[arg-type]
     lines = verdict_lines(failed_sends)
     assert lines[0].startswith("VERDICT: FAIL - 2 sends failed")
     assert "  failed sends: 2 x SendTimeout" in lines

@@ -8,7 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from producer._consume.decisions import (
-    ConsumeStatus,
     FlowLimits,
     StartFrom,
     expired,
@@ -21,12 +20,14 @@ from producer._consume.decisions import (
     suspend_ms,
 )
 from producer._consume.offsets import OffsetTable
-from producer._consume.policy import ConsumeRetryPolicy, SeenRecently
+from producer._consume.policy import SeenRecently
 from producer._consume.process_queue import ProcessQueue
-from producer._consume.received import ReceivedMessage
 from producer._remoting.allocate import allocate_averagely
 from producer._remoting.consumer_requests import ConsumeFromWhere
 from producer._remoting.delay_levels import parse_delay_levels
+from producer._types.consumer.received import ReceivedMessage
+from producer._types.consumer.retry_policy import ConsumeRetryPolicy
+from producer._types.consumer.status import ConsumeStatus
 from producer._types.message import MessageQueue
 from producer.errors import InvalidOptionError
 

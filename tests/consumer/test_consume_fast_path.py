@@ -12,8 +12,9 @@ import pytest
 
 from producer import Message, Producer
 from producer._remoting.store_record import StoreRecord, decode_records, encode_record
+from producer._types.consumer.context import ConsumeContext
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
-from producer.consumer._listener import ConsumeContext, ListenerCall
+from producer.consumer._listener import ListenerCall
 from producer.consumer._telemetry import ConsumerTelemetry
 from producer.testing import DevClusterThread
 

@@ -21,9 +21,10 @@ from producer._consume.received import MAX_BODY_BYTES, decode_pulled
 from producer._remoting.message_codec import COMPRESSED_FLAG, make_offset_msg_id
 from producer._remoting.pop_requests import PopResult
 from producer._remoting.store_record import StoreRecord, decode_records, encode_record
+from producer._types.consumer.context import ConsumeContext
 from producer.consumer import ConsumeStatus, ReceivedMessage
 from producer.consumer import decode_records as decode_pulled_records
-from producer.consumer._listener import ConsumeContext, ListenerCall, Verdict
+from producer.consumer._listener import ListenerCall, Verdict
 from producer.consumer._telemetry import ConsumerTelemetry
 from producer.testing import DevClusterThread
 from tests.helpers.java_bodies import Seen, committed, java_send, without_lz4

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from producer import Message, Producer
-from producer._consume.decisions import Fate, NextStep, sent_back_fate
+from producer._consume.decisions import DeliveryFate, NextStep, sent_back_fate
 from producer.consumer import ReceivedMessage
 from producer.testing import DevClusterThread
 from tests.helpers.push import FAST_LEVELS, consumer, orderly_consumer, until
@@ -41,9 +41,9 @@ def test_the_fate_of_a_sent_back_message_is_the_brokers_rule(
 
 
 def test_local_and_final_fates_say_so() -> None:
-    again = Fate(NextStep.AGAIN_HERE, 3, None, delay_ms=1000)
+    again = DeliveryFate(NextStep.AGAIN_HERE, 3, None, delay_ms=1000)
     assert again.describe("g") == "consumed again here in 1000 ms (attempt 3)"
-    assert "broadcasting never retries" in Fate(NextStep.DROPPED, 1, None).describe("g")
+    assert "broadcasting never retries" in DeliveryFate(NextStep.DROPPED, 1, None).describe("g")
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from producer._consume.received import ReceivedMessage as Received
+from producer._types.consumer.received import ReceivedMessage as Received
 from producer.consumer import MessageQueue, PullConsumer, ReceivedMessage
 from producer.consumer._pull_buffer import PullBuffer
 from producer.consumer._pull_step import Pulled

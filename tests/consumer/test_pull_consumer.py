@@ -207,7 +207,7 @@ def _record(offset: int, body: bytes, sys_flag: int = 0) -> StoreRecord:
 
 
 async def test_an_undecodable_body_is_never_handed_out() -> None:
-    from producer._remoting.subscription import parse_subscription
+    from producer.consumer._sql_filters import parse_subscription
 
     queue = MessageQueue(TOPIC, "broker-a", 0)
     api = _OnePull([_record(0, b"ok"), _record(1, b"not zlib", COMPRESSED_FLAG), _record(2, b"x")])

@@ -34,8 +34,8 @@ from producer._remoting.store_record import (
     decode_records,
     encode_record,
 )
-from producer._remoting.subscription import parse_subscription
 from producer._types.message import MessageQueue
+from producer.consumer._sql_filters import parse_subscription
 from producer.errors import BrokerError, RemoteProtocolError
 from tests.consumer.session import session_command, session_frames
 

@@ -9,7 +9,7 @@ import anyio
 import pytest
 import sniffio
 
-from producer import Message, Producer, ProducerState
+from producer import LifecycleState, Message, Producer
 from producer.errors import (
     ConnectError,
     LocalProtocolError,
@@ -37,8 +37,8 @@ async def test_closed_producer_refuses_sends(cluster: DevClusterThread) -> None:
     with pytest.raises(ProducerClosedError, match=r"not started: use `async with"):
         await p.send(Message(TOPIC, b"x"))
     async with p:
-        assert p.state is ProducerState.RUNNING
-    assert p.state is ProducerState.CLOSED
+        assert p.state is LifecycleState.RUNNING
+    assert p.state is LifecycleState.CLOSED
     with pytest.raises(ProducerClosedError, match=r"closed: .*create a new Producer"):
         await p.send(Message(TOPIC, b"x"))
     with pytest.raises(ProducerClosedError):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from producer._consume.decisions import ConsumeStatus
 from producer._consume.pop_retry import PopAction, pop_step
 from producer._consume.received import decode_pulled
 from producer._remoting.pop_batch_ack import (
@@ -30,6 +29,7 @@ from producer._remoting.pop_requests import (
     pop_request,
 )
 from producer._remoting.request_codes import RequestCode
+from producer._types.consumer.status import ConsumeStatus
 from producer.errors import BrokerError, RemoteProtocolError
 from tests.protocol.pop_session import PUSH, command
 

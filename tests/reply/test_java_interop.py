@@ -11,6 +11,7 @@ import json
 import anyio
 import pytest
 
+from latency_fault import java_string_hash
 from producer import Message, Producer
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_frame
@@ -94,7 +95,7 @@ async def test_a_python_request_is_answered_by_the_java_reply_send() -> None:
             props = decode_properties(fields["i"])
             props["CORRELATION_ID"] = stored.properties["CORRELATION_ID"]
             props["REPLY_TO_CLIENT"] = stored.properties["REPLY_TO_CLIENT"]
-            fields["i"] = encode_java_map(props)
+            fields["i"] = encode_java_map(props, java_string_hash)
             java_reply = RemotingCommand(
                 java_reply.code,
                 opaque=java_reply.opaque,

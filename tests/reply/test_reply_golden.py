@@ -11,6 +11,7 @@ import random
 import msgspec
 import pytest
 
+from latency_fault import java_string_hash
 from producer import Message
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_frame, decode_payload
@@ -18,7 +19,7 @@ from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.reply import create_reply, reply_send_command, request_properties
 from producer._remoting.request_codes import FLAG_RESPONSE, LanguageCode, RequestCode
 from producer._remoting.requests import SendRequestFactory, build_send_request, heartbeat_request
-from producer._reply.requester import Requester, _Waiter
+from producer._reply.requester import Requester, _ReplyWaiter
 from producer._types.message import MessageQueue
 from producer.consumer import ReceivedMessage
 from producer.testing._broker import Broker
@@ -62,7 +63,9 @@ def test_our_request_is_the_recorded_one_byte_for_byte() -> None:
     uniq = "C000020239BB5FFD2B2788ED323B0000"
     prepared = SendRequestFactory("RequesterGroup").prepare(sent, uniq)
     correlation_id = "0bd7cb5d-d699-4bb1-ad8f-3e1ff48cbefd"
-    properties = request_properties(prepared.properties, correlation_id, REQUESTER, 5000)
+    properties = request_properties(
+        prepared.properties, correlation_id, REQUESTER, 5000, java_string_hash
+    )
     assert properties == fields["i"]  # HashMap order: REPLY_TO_CLIENT first, no MSG_TYPE
     request = build_send_request(
         msgspec.structs.replace(prepared, properties=properties),
@@ -98,7 +101,9 @@ def test_our_reply_send_is_the_recorded_325_byte_for_byte() -> None:
     reply = create_reply(delivered_request(), b"reply-to-request-sync")
     assert reply.topic == "DefaultCluster_REPLY_TOPIC"
     uniq = "C000020239BB5FFD2B2788ED32C40001"
-    ours = reply_send_command("ReplierProducerGroup", reply, uniq, 0, int(fields["g"]))
+    ours = reply_send_command(
+        "ReplierProducerGroup", reply, uniq, 0, int(fields["g"]), java_string_hash
+    )
     assert ours.ext_fields == fields  # MSG_TYPE=reply ... no WAIT, KEYS or TAGS
     assert as_java(ours, java) == raw(64)
 
@@ -175,7 +180,7 @@ def requester() -> Requester:
 @pytest.mark.anyio
 async def test_our_answer_to_the_push_is_the_recorded_one_and_the_reply_is_handed_over() -> None:
     ours = requester()
-    waiter = _Waiter(5000)
+    waiter = _ReplyWaiter(5000)
     ours._pending.add("0bd7cb5d-d699-4bb1-ad8f-3e1ff48cbefd", 5000.0, waiter)
     answer = ours.receive("127.0.0.2:10911", golden(65))
     answer.flag = FLAG_RESPONSE  # the connection sets these on a peer request's answer

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producer._consume.received import ReceivedMessage, decode_pulled
+from producer._consume.received import decode_pulled
 from producer._remoting import message_codec, properties, retry_topics, store_record
 from producer._remoting.message_codec import COMPRESSED_FLAG, STOREHOSTADDRESS_V6_FLAG
 from producer._remoting.store_record import StoreRecord, encode_record
+from producer._types.consumer.received import ReceivedMessage
 from producer.errors import RemoteProtocolError, UndecodableBodyError
 from producer.spark import _arrow_records as fast
 from producer.spark._arrow_records import records_to_batch

@@ -28,9 +28,9 @@ from producer._remoting.pop_requests import (
 )
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.route import parse_route_data, quote_legacy_keys
-from producer._remoting.subscription import parse_subscription
 from producer._response_codes import ResponseCode
 from producer._types.message import MessageQueue
+from producer.consumer._sql_filters import parse_subscription
 from producer.testing import DevCluster
 from tests.golden.admin.probes import GROUP
 from tests.testing.rawclient import RawClient, make_request, send_fields

@@ -21,9 +21,9 @@ from producer._remoting.consumer_requests import (
 )
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.store_record import decode_records
-from producer._remoting.subscription import parse_subscription
 from producer._response_codes import ResponseCode
 from producer._types.message import MessageQueue
+from producer.consumer._sql_filters import parse_subscription
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request, send_fields
 

@@ -3,8 +3,9 @@ iterates them (``RebalanceLockManager.tryLockBatch`` returns one, fastjson write
 
 from __future__ import annotations
 
+from producer._remoting.java_hash_map import java_hash_order
 from producer._types.message import MessageQueue
-from producer.testing._java_order import java_hash_order, queue_hash
+from producer.testing._java_order import queue_hash
 
 QUEUES = [
     MessageQueue(topic, broker, queue_id)

@@ -14,16 +14,9 @@ from producer import Message, Producer, SendStatus
 from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.properties import decode_properties
 from producer._remoting.send_header import parse_send_request_header
-from producer._remoting.trace import (
-    TRACE_TOPIC,
-    PubRecord,
-    SubAfterRecord,
-    SubBeforeRecord,
-    decode_trace_body,
-    encode_trace_body,
-    trace_keys,
-)
+from producer._remoting.trace import TRACE_TOPIC, decode_trace_body, encode_trace_body, trace_keys
 from producer._trace.dispatcher import TraceDispatcher, batches
+from producer._types.trace_records import PubRecord, SubAfterRecord, SubBeforeRecord
 from producer.consumer import ConsumeStatus, PushConsumer, ReceivedMessage
 from producer.errors import InvalidOptionError, RemoteProtocolError
 from producer.testing import DevClusterThread
