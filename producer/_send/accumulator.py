@@ -76,11 +76,6 @@ class Member(msgspec.Struct, eq=False):
         assert future is not None, "a member's caller has its future"
         return future
 
-    @property
-    def batch_bytes(self) -> int:
-        prepared = self.send.job.prepared
-        return ITEM_OVERHEAD + len(prepared.body) + len(prepared.properties)
-
 
 Launch = Callable[[GroupKey, list[Member]], None]
 
@@ -183,7 +178,8 @@ class Accumulator:
         chunk: list[Member] = []
         size = 0
         for member in members:
-            grow = member.batch_bytes
+            prepared = member.send.job.prepared  # what it adds to a batch's body
+            grow = ITEM_OVERHEAD + len(prepared.body) + len(prepared.properties)
             if chunk and (len(chunk) >= self._max_messages or size + grow > self._max_bytes):
                 yield chunk
                 chunk, size = [], 0
