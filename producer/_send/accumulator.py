@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 import anyio
 import msgspec
@@ -43,7 +42,10 @@ from producer._types.message import Message
 ITEM_OVERHEAD = 22
 
 
-class GroupKey(NamedTuple):
+class GroupKey(msgspec.Struct, frozen=True):
+    """What a group's messages share. A frozen struct (made and hashed in C): one is made
+    for every batched send."""
+
     topic: str
     mode: SendMode
     budget_ms: float

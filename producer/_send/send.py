@@ -169,17 +169,18 @@ class Send:
             self._limiter.release(self.size)
         self._tracker.end(self.ticket)
         before = self.before
-        if isinstance(outcome, ProducerError):
+        if type(outcome) is SendResult:  # the common case first, with no isinstance call
+            if before:
+                outcome = msgspec.structs.replace(outcome, attempts=before + outcome.attempts)
+            if self.future is not None:
+                self.future.set_result(outcome)
+        elif outcome is not None:
+            assert isinstance(outcome, ProducerError), "an outcome is a result or an error"
             outcome = self.job.name_in(
                 outcome.with_attempts(before + outcome.attempts) if before else outcome
             )
             if self.future is not None:
                 self.future.set_error(outcome)
-        elif outcome is not None:
-            if before:
-                outcome = msgspec.structs.replace(outcome, attempts=before + outcome.attempts)
-            if self.future is not None:
-                self.future.set_result(outcome)
         return outcome
 
     @property
