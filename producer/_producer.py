@@ -34,7 +34,7 @@ from producer._send.hooks import HookRunner
 from producer._send.job import SendJob
 from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import CompressType, ProducerOptions, Routing
-from producer._send.plan import Retry, SendMode
+from producer._send.plan import Finish, SendMode
 from producer._send.port import ProducerPort
 from producer._send.retry_policy import RetryPolicy
 from producer._send.running import Parts, Running, start_running
@@ -288,9 +288,13 @@ class Producer(AsyncLifecycle):
             send.finish(closed_error(plan))
             raise
         decision = first.settle(outcome)
-        if isinstance(decision, Retry):
+        if type(decision) is not Finish:  # a Retry; no isinstance call: every send
             return _answered(answer(await sender.complete(send)))
-        return _answered(answer(send.finish(decision.error or decision.result)))
+        if decision.error is not None:
+            return _answered(answer(send.finish(decision.error)))
+        result = send.finish(decision.result)  # answered: nothing to raise (answer's test)
+        assert type(result) is SendResult, "a result in, a result out"  # no call to check
+        return result
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout_ms: float | None = None

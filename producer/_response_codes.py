@@ -132,7 +132,12 @@ def response_code_name(code: int) -> str:
     return "UNKNOWN" if known is None else known.name
 
 
+#: The status each non-error response code maps to (a send's answer reads it: one lookup).
+SEND_STATUS_BY_CODE: dict[int, SendStatus] = {
+    c.value: c.send_status for c in ResponseCode if c.send_status is not None
+}
+
+
 def send_status_for_code(code: int) -> SendStatus | None:
     """The status a response code maps to, or ``None`` when the code is an error."""
-    known = _BY_VALUE.get(code)
-    return None if known is None else known.send_status
+    return SEND_STATUS_BY_CODE.get(code)

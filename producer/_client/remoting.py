@@ -64,7 +64,8 @@ class RemotingClient:
         self, connection: Connection, request: OutgoingRequest, timeout_ms: float
     ) -> asyncio.Future[RemotingCommand | None]:
         """``request`` sent on ``connection`` (from :meth:`startable`) as a loop future."""
-        self._prepare(request)
+        if self._outgoing:
+            self._prepare(request)
         waiter = connection.start_request(request, timeout_ms)
         assert waiter is not None, "startable() gives only connections that start requests"
         return waiter

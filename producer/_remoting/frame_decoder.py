@@ -65,41 +65,38 @@ def decode_frame(frame: bytes) -> RemotingCommand:
 
 def decode_payload(payload: memoryview | bytes) -> RemotingCommand:
     """Decode a frame without its length prefix: ``type|headerLen, header, body``."""
-    if len(payload) < 4:
+    size = len(payload)
+    if size < 4:
         raise RemoteProtocolError("frame too short for its header length word")
     (word,) = INT32.unpack_from(payload, 0)
     serialize_code, header_len = (word >> 24) & 0xFF, word & 0xFFFFFF
-    if header_len > len(payload) - 4:
+    if header_len > size - 4:
         raise RemoteProtocolError(
-            f"header length {header_len} exceeds the frame's {len(payload) - 4} bytes"
+            f"header length {header_len} exceeds the frame's {size - 4} bytes"
         )
     header = payload[4 : 4 + header_len]
     body = bytes(payload[4 + header_len :])
-    if serialize_code == SerializeType.JSON:
-        command = _decode_json_header(header)
+    if serialize_code == SerializeType.JSON:  # the JSON header, decoded inline: every answer
+        try:
+            h = _json_header_decoder.decode(header)
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            raise RemoteProtocolError(f"malformed JSON header: {exc}") from None
+        command = RemotingCommand.decoded(
+            h.code,
+            h.opaque,
+            h.flag,
+            h.extFields,
+            h.remark,
+            _LANGUAGE_CODES.get(h.language, _OTHER),
+            h.version,
+            _JSON,
+        )
     elif serialize_code == SerializeType.ROCKETMQ:
         command = _decode_binary_header(header)
     else:
         raise RemoteProtocolError(f"unknown header serialize type {serialize_code}")
     command.body = body
     return command
-
-
-def _decode_json_header(header: memoryview | bytes) -> RemotingCommand:
-    try:
-        h = _json_header_decoder.decode(header)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise RemoteProtocolError(f"malformed JSON header: {exc}") from None
-    return RemotingCommand.decoded(
-        h.code,
-        h.opaque,
-        h.flag,
-        h.extFields,
-        h.remark,
-        _LANGUAGE_CODES.get(h.language, _OTHER),
-        h.version,
-        _JSON,
-    )
 
 
 def _decode_binary_header(header: memoryview | bytes) -> RemotingCommand:
@@ -183,7 +180,8 @@ class FrameDecoder:
         try:
             while size - pos >= 4:
                 (length,) = INT32.unpack_from(view, pos)
-                self._check_length(length)
+                if length < 4 or length + 4 > self.max_frame_bytes:
+                    self._check_length(length)  # raises
                 if size - pos - 4 < length:
                     break
                 commands.append(decode_payload(view[pos + 4 : pos + 4 + length]))

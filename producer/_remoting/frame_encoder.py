@@ -93,10 +93,11 @@ def frame_parts(
     header: bytes, body: bytes, serialize_type: int = SerializeType.JSON
 ) -> list[bytes]:
     """Length prefix and header joined, then the body as it is."""
-    total = 4 + len(header) + len(body)
+    header_len = len(header)
+    total = 4 + header_len + len(body)
     if total + 4 > MAX_FRAME_BYTES:
         raise LocalProtocolError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_BYTES}")
-    head = _PREFIX.pack(total, (serialize_type << 24) | len(header)) + header
+    head = _PREFIX.pack(total, (serialize_type << 24) | header_len) + header
     return [head, body] if body else [head]
 
 

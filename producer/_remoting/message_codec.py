@@ -128,15 +128,16 @@ def encode_batch(items: Iterable[BatchItem]) -> bytes:
     parts: list[bytes] = []
     for flag, body, properties in items:
         props = properties.encode()
-        if len(props) > MAX_PROPERTIES_BYTES:
+        body_len, props_len = len(body), len(props)  # each once: this runs per message
+        if props_len > MAX_PROPERTIES_BYTES:
             raise MessageValidationError(
-                "properties", f"{len(props)} bytes", f"at most {MAX_PROPERTIES_BYTES} bytes"
+                "properties", f"{props_len} bytes", f"at most {MAX_PROPERTIES_BYTES} bytes"
             )
-        total = _FIXED + len(body) + len(props)
+        total = _FIXED + body_len + props_len
         parts += (
-            _BATCH_HEAD.pack(total, 0, 0, flag, len(body)),
+            _BATCH_HEAD.pack(total, 0, 0, flag, body_len),
             body,
-            _INT16.pack(len(props)),
+            _INT16.pack(props_len),
             props,
         )
     return b"".join(parts)

@@ -23,6 +23,8 @@ import math
 from collections.abc import Callable
 from typing import Protocol
 
+import msgspec
+
 from producer._remoting.command import OpaqueAllocator, OutgoingRequest, RemotingCommand
 from producer._remoting.frame_decoder import FrameDecoder
 from producer._remoting.frame_encoder import encode_frame
@@ -90,26 +92,17 @@ class ConnectionStats:
         return f"ConnectionStats({fields})"
 
 
-class Entry:
-    """One request (or oneway frame) on its way."""
+class Entry(msgspec.Struct, eq=False):
+    """One request (or oneway frame) on its way. A struct (made in C, compared by
+    identity): one is made for every request."""
 
-    __slots__ = ("deadline", "frame", "oneway", "opaque", "state", "timeout_ms", "waiter")
-
-    def __init__(
-        self,
-        opaque: int,
-        frame: list[bytes],
-        deadline: float,
-        timeout_ms: float | None,
-        waiter: Waiter,
-    ) -> None:
-        self.opaque = opaque
-        self.frame = frame
-        self.deadline = deadline
-        self.timeout_ms = timeout_ms
-        self.waiter = waiter
-        self.oneway = False
-        self.state = EntryState.QUEUED
+    opaque: int
+    frame: list[bytes]
+    deadline: float
+    timeout_ms: float | None
+    waiter: Waiter
+    oneway: bool = False
+    state: EntryState = EntryState.QUEUED
 
     @property
     def is_written(self) -> bool:
@@ -185,17 +178,21 @@ class InFlight:
                 f"no time left to send to {self.address} (timeout {timeout_ms} ms)",
                 fate=Fate.NOT_STORED,
             )
-        command.opaque = self._next_opaque()
+        opaque = self._opaques.allocate()
+        if opaque in self._pending:  # only after the int32 range wrapped
+            opaque = self._next_opaque()
+        command.opaque = opaque
         if oneway:
             command.flag |= FLAG_ONEWAY
         deadline = math.inf if timeout_ms is None else now + timeout_ms / 1000.0
-        entry = Entry(command.opaque, command.frame_parts(), deadline, timeout_ms, waiter)
-        entry.oneway = oneway
-        self._pending[entry.opaque] = entry
+        entry = Entry(opaque, command.frame_parts(), deadline, timeout_ms, waiter, oneway)
+        self._pending[opaque] = entry
         self._queue.append(entry)
         if deadline != math.inf:
-            heapq.heappush(self._heap, (deadline, entry.opaque))
-            if len(self._heap) > 2 * len(self._pending) + _HEAP_SLACK:
+            heap = self._heap
+            heapq.heappush(heap, (deadline, opaque))
+            size = len(heap)  # the pending count only matters past the slack
+            if size > _HEAP_SLACK and size > 2 * len(self._pending) + _HEAP_SLACK:
                 self._rebuild_heap()
         return entry
 
@@ -221,7 +218,7 @@ class InFlight:
         apart). Call :meth:`confirm_oneways` with the second list once the write went through.
         """
         buffers, self._replies = self._replies, []
-        count = len(buffers)
+        count = len(buffers) if buffers else 0  # replies are rare: no call without them
         oneways: list[Entry] = []
         for entry in self._queue:
             if entry.state is EntryState.QUEUED:
@@ -256,7 +253,7 @@ class InFlight:
         """
         replied = False
         for command in self._decoder.feed(data):
-            if command.is_response:
+            if command.flag & FLAG_RESPONSE:  # is_response, without the property's call
                 self._complete(command)
             else:
                 replied |= self._serve(command)

@@ -44,7 +44,7 @@ from producer._remoting.properties import (
     WAIT,
     join_keys,
 )
-from producer._remoting.request_codes import RequestCode
+from producer._remoting.request_codes import FLAG_ONEWAY, RequestCode
 from producer._remoting.route import TopicRouteData, parse_route_data
 from producer._remoting.send_header import (
     DEFAULT_TOPIC,
@@ -163,18 +163,17 @@ def build_send_request(
     """
     if queue.topic != prepared.topic:
         raise LocalProtocolError(f"queue {queue} is not of topic {prepared.topic!r}")
-    middle, tail = message_pieces(
-        prepared.sys_flag, prepared.flag, prepared.properties, prepared.is_batch
-    )
+    batch = prepared.is_batch  # request_code's test, without the property's call
+    middle, tail = message_pieces(prepared.sys_flag, prepared.flag, prepared.properties, batch)
     return SendRequest(
-        prepared.request_code,
+        RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2,
         prepared.head,
         middle,
         tail,
         prepared.body,
         queue.queue_id,
         born_timestamp,
-        oneway=oneway,
+        FLAG_ONEWAY if oneway else 0,
     )
 
 
@@ -305,7 +304,7 @@ class SendRequestFactory:
     def _check_topic(self, topic: object) -> None:
         """:func:`check_send_topic`, remembered for the topics a producer sends to."""
         checked = self._checked_topics
-        if isinstance(topic, str) and topic in checked:
+        if type(topic) is str and topic in checked:  # no isinstance call: every send
             return
         check_send_topic(topic)
         if isinstance(topic, str) and len(checked) < _CHECKED_TOPICS_MAX:
@@ -338,7 +337,7 @@ class SendRequestFactory:
             BatchItem(message.flag, one.body, one.properties)
             for message, one in zip(messages, prepared, strict=True)
         ]
-        return self._batch(messages[0], items, ",".join(one.msg_id for one in prepared))
+        return self._batch(messages[0], items, ",".join([one.msg_id for one in prepared]))
 
     def _batch(self, first: Message, items: list[BatchItem], msg_id: str) -> PreparedMessage:
         body = encode_batch(items)

@@ -16,6 +16,8 @@ command: fastjson's key order, the ext fields in ``a``..``m`` order. A test hold
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import msgspec
 
 from producer._remoting.command import RemotingCommand
@@ -88,49 +90,28 @@ def message_pieces(
         retry = b',"j":"%d","k":"false",' % reconsume_times + limit + b'"m":"'
     tail = b'","h":"%d","i":%b%b%b"}' % (
         flag,
-        _string(properties),
+        _json.encode(properties),  # _string's encoding, one call fewer on every send
         retry,
         b"true" if batch else b"false",
     )
     return middle, tail
 
 
-class SendRequest:
-    """One attempt's SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE, encoded on write."""
+class SendRequest(msgspec.Struct):
+    """One attempt's SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE, encoded on write. A struct
+    (made in C): one is made for every attempt."""
 
-    __slots__ = (
-        "body",
-        "born_timestamp",
-        "code",
-        "flag",
-        "head",
-        "middle",
-        "opaque",
-        "queue_id",
-        "tail",
-    )
+    code: int
+    head: bytes
+    middle: bytes
+    tail: bytes
+    body: bytes
+    queue_id: int
+    born_timestamp: int
+    flag: int = 0  # FLAG_ONEWAY for a oneway send
+    opaque: int = 0  # set by the connection that writes it
 
-    _EXTRA_TAIL = b"}"  # a tail ends with the ``}`` that closes the ext fields
-
-    def __init__(
-        self,
-        code: int,
-        head: bytes,
-        middle: bytes,
-        tail: bytes,
-        body: bytes,
-        queue_id: int,
-        born_timestamp: int,
-        *,
-        oneway: bool = False,
-    ) -> None:
-        self.code = code
-        self.head, self.middle, self.tail = head, middle, tail
-        self.body = body
-        self.queue_id = queue_id
-        self.born_timestamp = born_timestamp
-        self.flag = FLAG_ONEWAY if oneway else 0
-        self.opaque = 0
+    _EXTRA_TAIL: ClassVar[bytes] = b"}"  # a tail ends with the ``}`` that closes the ext fields
 
     @property
     def is_oneway(self) -> bool:
@@ -144,9 +125,12 @@ class SendRequest:
         )
         self.tail = self.tail[: -len(self._EXTRA_TAIL)] + extra + self._EXTRA_TAIL
 
-    def header(self) -> bytes:
-        # One %-format: no call per number (this runs for every attempt).
-        return b'%b%d%b%d%b,"flag":%d%b%d%b' % (
+    _HEADER: ClassVar[bytes] = b'%b%d%b%d%b,"flag":%d%b%d%b'
+
+    def frame_parts(self) -> list[bytes]:
+        # The header in one %-format, no call per number nor a header() call: this runs
+        # for every attempt.
+        header = self._HEADER % (
             self.head,
             self.queue_id,
             self.middle,
@@ -157,9 +141,11 @@ class SendRequest:
             self.opaque,
             _CLOSE,
         )
+        return frame_parts(header, self.body)
 
-    def frame_parts(self) -> list[bytes]:
-        return frame_parts(self.header(), self.body)
+    def header(self) -> bytes:
+        """The JSON header as written (after the frame's 8-byte prefix)."""
+        return self.frame_parts()[0][8:]
 
     @property
     def ext_fields(self) -> dict[str, str]:

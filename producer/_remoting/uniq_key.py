@@ -81,7 +81,9 @@ class UniqKeyGenerator:
         if wall_ms >= self._month_end:
             self._start_month(wall_ms)
         # Behind the month start (clock stepped back) counts as 0, as in Java.
-        elapsed = max(wall_ms - self._month_start, 0)
+        elapsed = wall_ms - self._month_start
+        if elapsed < 0:
+            elapsed = 0
         if elapsed > self._time:
             self._time = elapsed
         counter = self._counter

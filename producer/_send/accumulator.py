@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 import anyio
 import msgspec
@@ -43,7 +42,10 @@ from producer._types.message import Message
 ITEM_OVERHEAD = 22
 
 
-class GroupKey(NamedTuple):
+class GroupKey(msgspec.Struct, frozen=True):
+    """What a group's messages share. A frozen struct (made and hashed in C): one is made
+    for every batched send."""
+
     topic: str
     mode: SendMode
     budget_ms: float
@@ -75,11 +77,6 @@ class Member(msgspec.Struct, eq=False):
         future = self.send.future
         assert future is not None, "a member's caller has its future"
         return future
-
-    @property
-    def batch_bytes(self) -> int:
-        prepared = self.send.job.prepared
-        return ITEM_OVERHEAD + len(prepared.body) + len(prepared.properties)
 
 
 Launch = Callable[[GroupKey, list[Member]], None]
@@ -183,7 +180,8 @@ class Accumulator:
         chunk: list[Member] = []
         size = 0
         for member in members:
-            grow = member.batch_bytes
+            prepared = member.send.job.prepared  # what it adds to a batch's body
+            grow = ITEM_OVERHEAD + len(prepared.body) + len(prepared.properties)
             if chunk and (len(chunk) >= self._max_messages or size + grow > self._max_bytes):
                 yield chunk
                 chunk, size = [], 0

@@ -200,12 +200,15 @@ class Attempt(msgspec.Struct):
             decision = plan.on_error(queue, error, latency, now)
         elif answer is None:  # a oneway write is not an answer: no latency to learn
             decision = plan.on_written(queue, latency)
-        else:
-            attempts.record_fault(broker, latency, None, now)
+        else:  # record_fault's success case, inline: the common path, one call fewer
+            if attempts.router.record(
+                broker, latency, isolation=False, now_ms=int(now), reachable=True
+            ):
+                attempts.telemetry.ban(broker)
             decision = plan.on_answer(queue, *answer, send.job.prepared.msg_id, latency)
             if attempts.answered is not None:
                 attempts.tell_answered(send.job, queue, latency, plan.last_result)
-        if isinstance(decision, Retry):
+        if type(decision) is Retry:
             send.attempt_back()  # it goes on: the send holds its slot, no attempt out
         return decision
 

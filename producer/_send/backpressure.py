@@ -24,7 +24,7 @@ class _Waiter:
 
 
 class InFlightLimiter:
-    __slots__ = ("_bytes", "_count", "_idle", "_waiters", "fail_fast", "max_bytes", "max_count")
+    __slots__ = ("_bytes", "_idle", "_waiters", "fail_fast", "in_flight", "max_bytes", "max_count")
 
     def __init__(self, max_count: int, max_bytes: int, *, fail_fast: bool = False) -> None:
         if max_count < 1 or max_bytes < 1:
@@ -32,14 +32,11 @@ class InFlightLimiter:
         self.max_count = max_count
         self.max_bytes = max_bytes
         self.fail_fast = fail_fast
-        self._count = 0
+        #: Sends holding a slot (an attribute: every send's path reads it).
+        self.in_flight = 0
         self._bytes = 0
         self._waiters: deque[_Waiter] = deque()
         self._idle: anyio.Event | None = None
-
-    @property
-    def in_flight(self) -> int:
-        return self._count
 
     @property
     def in_flight_bytes(self) -> int:
@@ -52,7 +49,7 @@ class InFlightLimiter:
     @property
     def is_idle(self) -> bool:
         """No send holds a slot or waits for one."""
-        return self._count == 0 and not self._waiters
+        return self.in_flight == 0 and not self._waiters
 
     async def wait_idle(self) -> None:
         """Return once :attr:`is_idle` (the producer drains with this on close)."""
@@ -64,18 +61,18 @@ class InFlightLimiter:
 
     def _has_room(self, size: int) -> bool:
         # One message larger than the byte limit still goes when nothing else is in flight.
-        if self._count >= self.max_count:
+        if self.in_flight >= self.max_count:
             return False
-        return self._count == 0 or self._bytes + size <= self.max_bytes
+        return self.in_flight == 0 or self._bytes + size <= self.max_bytes
 
     def try_acquire(self, size: int) -> bool:
         """Take a slot without waiting; only when nobody is queued ahead (fairness)."""
-        count = self._count
+        count = self.in_flight
         if self._waiters or count >= self.max_count:
             return False
         if count and self._bytes + size > self.max_bytes:  # _has_room, inline: every send
             return False
-        self._count += 1
+        self.in_flight += 1
         self._bytes += size
         return True
 
@@ -85,7 +82,7 @@ class InFlightLimiter:
             return
         if self.fail_fast:
             raise BackpressureError(
-                f"in-flight limit reached ({self._count}/{self.max_count} sends, "
+                f"in-flight limit reached ({self.in_flight}/{self.max_count} sends, "
                 f"{self._bytes}/{self.max_bytes} bytes)"
             )
         waiter = _Waiter(size)
@@ -100,7 +97,7 @@ class InFlightLimiter:
             self._abandon(waiter)
             raise SendTimeout(
                 f"send call timeout while waiting for in-flight room "
-                f"({self._count}/{self.max_count} sends, {self._bytes}/{self.max_bytes} bytes)"
+                f"({self.in_flight}/{self.max_count} sends, {self._bytes}/{self.max_bytes} bytes)"
             )
 
     def _abandon(self, waiter: _Waiter) -> None:
@@ -112,7 +109,7 @@ class InFlightLimiter:
             self._wake_if_idle()
 
     def release(self, size: int) -> None:
-        self._count -= 1
+        self.in_flight -= 1
         self._bytes -= size
         if self._waiters:  # every send releases: skip the calls when nobody waits
             self._grant_waiters()
@@ -128,12 +125,12 @@ class InFlightLimiter:
         while self._waiters and self._has_room(self._waiters[0].size):
             waiter = self._waiters.popleft()
             waiter.granted = True
-            self._count += 1
+            self.in_flight += 1
             self._bytes += waiter.size
             waiter.event.set()
 
     def __repr__(self) -> str:
         return (
-            f"InFlightLimiter({self._count}/{self.max_count} sends, "
+            f"InFlightLimiter({self.in_flight}/{self.max_count} sends, "
             f"{self._bytes}/{self.max_bytes} bytes, {len(self._waiters)} waiting)"
         )

@@ -38,15 +38,13 @@ class AttemptContext:
 class HookRunner:
     """Calls every hook's ``before_attempt`` / ``after_attempt`` in registration order."""
 
-    __slots__ = ("_after", "_before")
+    __slots__ = ("_after", "_before", "active")
 
     def __init__(self, hooks: Sequence[object] = ()) -> None:
         self._before = [h.before_attempt for h in hooks if hasattr(h, "before_attempt")]
         self._after = [h.after_attempt for h in hooks if hasattr(h, "after_attempt")]
-
-    @property
-    def active(self) -> bool:
-        return bool(self._before or self._after)
+        #: Whether any hook is registered (an attribute: every send's path reads it).
+        self.active = bool(self._before or self._after)
 
     async def before(self, ctx: AttemptContext) -> None:
         for hook in self._before:

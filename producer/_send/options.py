@@ -174,12 +174,23 @@ DEFAULT_OPTIONS = ProducerOptions()
 class Planner:
     """One per producer: the settings every plan shares, read once."""
 
-    __slots__ = ("_clock", "_options", "_rng")
+    __slots__ = ("_attempts", "_clock", "_options", "_rng")
 
     def __init__(self, options: ProducerOptions, clock: Clock, rng: random.Random) -> None:
         self._options = options
         self._clock = clock
         self._rng = rng
+        # max_attempts per (mode, keyed), worked out once: every plan reads it.
+        self._attempts = {
+            (mode, keyed): max_attempts(
+                mode,
+                keyed=keyed,
+                sync_retries=options.retry_times_when_send_failed,
+                async_retries=options.retry_times_when_send_async_failed,
+            )
+            for mode in SendMode
+            for keyed in (False, True)
+        }
 
     def budget_ms(self, timeout_ms: float | None) -> float:
         """The call's budget: its own ``timeout_ms`` or ``send_timeout_ms``."""
@@ -200,12 +211,7 @@ class Planner:
         """A fresh plan; its deadline is ``budget_ms`` from now unless given.
         ``certain_retries_only``: retry only failures that prove nothing was stored."""
         options = self._options
-        attempts = max_attempts(
-            mode,
-            keyed=keyed,
-            sync_retries=options.retry_times_when_send_failed,
-            async_retries=options.retry_times_when_send_async_failed,
-        )
+        attempts = self._attempts[mode, keyed]
         if deadline_ms is None:
             deadline_ms = self._clock.monotonic_ms() + budget_ms
         return SendPlan(

@@ -171,16 +171,16 @@ class SendPlan:
             self._backoff_ms = 0.0
             if wait_ms > 0:
                 return Backoff(wait_ms / 1000.0)
-        if len(self.attempts) >= self.max_attempts:
+        made = len(self.attempts)
+        if made >= self.max_attempts:
             return self._give_up()
         remaining = self.deadline_ms - now_ms
         if remaining <= 0:
             if self._not_ok_result is not None:  # stored: report it, as Java does
                 return Finish(result=self._not_ok_result)
             return Finish(error=self.timeout_error())
-        attempts_left = self.max_attempts - len(self.attempts)
-        timeout = self.policy.attempt_timeout_ms(remaining, attempts_left)
-        return Dispatch(len(self.attempts) + 1, timeout)
+        timeout = self.policy.attempt_timeout_ms(remaining, self.max_attempts - made)
+        return Dispatch(made + 1, timeout)
 
     def timeout_error(self) -> SendTimeout:
         """The budget ran out: a ``TimeoutError`` carrying the last attempt's error."""
@@ -222,8 +222,9 @@ class SendPlan:
             tuple(self.attempts),
             header.recall_handle,
         )
-        if ok:
-            return self._finished(Finish(result=result))
+        if ok:  # _finished's step, inline: every answered send ends here
+            finish = self._finish = Finish(result=result)
+            return finish
         self._not_ok_result = result
         if self.retry_not_store_ok and self._may_retry_broker_codes() and self._has_attempts_left():
             return Retry(0.0)

@@ -70,8 +70,11 @@ class RetryPolicy:
         """The network timeout of the next attempt (S2, S3)."""
         if not self.attempt_timeout_share or attempts_left <= 1:
             return remaining_ms
-        share = max(remaining_ms / attempts_left, self.min_attempt_timeout_ms)
-        return min(remaining_ms, share)
+        # max and min as comparisons: this runs for every attempt
+        share = remaining_ms / attempts_left
+        if share < self.min_attempt_timeout_ms:
+            share = self.min_attempt_timeout_ms
+        return share if share < remaining_ms else remaining_ms
 
     def backoff_ms(self, retry_number: int, jitter: float) -> float:
         """Full-jitter exponential back-off; ``jitter`` is a draw from [0, 1)."""

@@ -147,7 +147,10 @@ class Send:
 
     def attempt_out(self) -> None:
         """An attempt went out."""
-        self._on(SendEvent.ATTEMPT_OUT)
+        try:  # _on's step, inline on every send's path; _on raises the error
+            self.state = _NEXT[self.state, SendEvent.ATTEMPT_OUT]
+        except KeyError:
+            self._on(SendEvent.ATTEMPT_OUT)
 
     def attempt_back(self) -> None:
         """The attempt out came back and the send goes on (a Retry), or it was abandoned."""
@@ -158,22 +161,26 @@ class Send:
         (its future; or return ``outcome``, an error naming the send's ``msg_id``, for the
         awaiting caller to return or raise: :func:`answer`). Once only."""
         holding = self.state in _HOLDING
-        self._on(SendEvent.FINISH)
+        try:  # _on's step, inline on every send's path; _on raises the error
+            self.state = _NEXT[self.state, SendEvent.FINISH]
+        except KeyError:
+            self._on(SendEvent.FINISH)
         if holding and self.size:
             self._limiter.release(self.size)
         self._tracker.end(self.ticket)
         before = self.before
-        if isinstance(outcome, ProducerError):
+        if type(outcome) is SendResult:  # the common case first, with no isinstance call
+            if before:
+                outcome = msgspec.structs.replace(outcome, attempts=before + outcome.attempts)
+            if self.future is not None:
+                self.future.set_result(outcome)
+        elif outcome is not None:
+            assert isinstance(outcome, ProducerError), "an outcome is a result or an error"
             outcome = self.job.name_in(
                 outcome.with_attempts(before + outcome.attempts) if before else outcome
             )
             if self.future is not None:
                 self.future.set_error(outcome)
-        elif outcome is not None:
-            if before:
-                outcome = msgspec.structs.replace(outcome, attempts=before + outcome.attempts)
-            if self.future is not None:
-                self.future.set_result(outcome)
         return outcome
 
     @property

@@ -267,11 +267,15 @@ class BatchSends:
     ) -> None:
         """``members`` as one SEND_BATCH_MESSAGE (first to ``queue`` when given), encoded
         in one pass; its first attempt task-less when the sender can."""
-        messages = tuple(m.message for m in members)
-        deadline = min(m.deadline_ms for m in members)
+        # List comprehensions over the members' sends, not generators over their
+        # properties: one call each, not one per member (this runs for every batch).
+        sends = [m.send for m in members]
+        jobs = [s.job for s in sends]
+        messages = tuple([j.message for j in jobs])
+        deadline = min([s.plan.deadline_ms for s in sends])
         plan = self._planner.plan(key.mode, key.budget_ms, deadline_ms=deadline)
         try:
-            prepared = self._factory.batch_of(messages, [m.prepared for m in members])
+            prepared = self._factory.batch_of(messages, [j.prepared for j in jobs])
         except ProducerError:  # too large once encoded: each goes alone
             self._resend_alone(key, members, ())
             return
@@ -322,7 +326,7 @@ class BatchSends:
 
     def _deliver(self, members: list[Member], result: SendResult) -> None:
         """Each member's send finishes with its share of the batch's result, in one pass."""
-        shares = member_results(result, [m.prepared.msg_id for m in members])
+        shares = member_results(result, [m.send.job.prepared.msg_id for m in members])
         for member, share in zip(members, shares, strict=True):
             member.send.finish(share)
 

@@ -74,7 +74,11 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
     def start_request(
         self, command: OutgoingRequest, timeout_ms: float
     ) -> asyncio.Future[RemotingCommand | None]:
-        return self._submit(command, timeout_ms)[1]
+        # _submit's work, inline: a lone send's path runs through here once per attempt.
+        future: asyncio.Future[RemotingCommand | None] = self._loop.create_future()
+        entry = self._inflight.prepare(command, timeout_ms, self._loop.time(), future)
+        self._queued(entry.deadline)
+        return future
 
     async def request(self, command: OutgoingRequest, timeout_ms: float) -> RemotingCommand:
         entry, future = self._submit(command, timeout_ms)
@@ -139,7 +143,7 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
         self._write_queued()
 
     def _write_queued(self) -> None:
-        if self._paused or self.is_closed or self._transport is None:
+        if self._paused or self._inflight.closed is not None or self._transport is None:
             return
         frames, oneways = self._inflight.take_frames()
         if frames:
@@ -181,7 +185,7 @@ class AsyncioConnection(InFlightConnection, asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
-        if self.is_closed:
+        if self._inflight.closed is not None:  # is_closed, without the property's call
             return  # closing locally: nobody waits for these any more
         self._turn_written = False  # a read starts a new turn of the loop
         try:
