@@ -32,7 +32,6 @@ def command(example: Path) -> list[str]:
     return [sys.executable, "-m", f"examples.{example.stem}", *ARGUMENTS.get(example.stem, [])]
 
 
-@pytest.mark.timeout(180)
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_the_example_runs(example: Path, tmp_path: Path) -> None:
     # As a user runs them: no PYSPARK_PYTHON, and a python3 on PATH that is not this
@@ -44,9 +43,7 @@ def test_the_example_runs(example: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
     env["PATH"] = f"{tmp_path}{os.pathsep}{env.get('PATH', '')}"
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    done = subprocess.run(
-        command(example), cwd=ROOT, env=env, capture_output=True, text=True, timeout=170
-    )
+    done = subprocess.run(command(example), cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "[Stage" not in done.stdout + done.stderr  # Spark's progress bars amid the output
     if not example.name.startswith("test_"):

@@ -1,4 +1,9 @@
-"""Run a benchmark as ``python -m benchmarks.<name>`` and check what every one writes."""
+"""Run a benchmark as ``python -m benchmarks.<name>`` and check what every one writes.
+
+No subprocess here has a timeout of its own: how long a smoke run takes is the machine's
+load, not a result. A hang is caught by the suite's one hang guard (pytest-timeout's
+``timeout`` in pyproject.toml), whose failure unwinds ``subprocess.run`` and kills the child.
+"""
 
 from __future__ import annotations
 
@@ -12,23 +17,23 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_python(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    """``python <argv>`` from the repository root; it must exit 0 (else its stderr's end)."""
+def run_python(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``python <argv>`` from the repository root; it must exit 0 (else the ends of what it
+    printed: a benchmark's MISSED target lines are on stdout, a traceback on stderr)."""
     done = subprocess.run(
         [sys.executable, *argv],
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=timeout,
         check=False,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
 
-def run_benchmark(name: str, options: str, out: Path, timeout: float = 50) -> dict[str, Any]:
+def run_benchmark(name: str, options: str, out: Path) -> dict[str, Any]:
     argv = [*shlex.split(options), "--out", str(out)]
-    done = run_python(["-m", f"benchmarks.{name}", *argv], timeout)
+    done = run_python(["-m", f"benchmarks.{name}", *argv])
     document: dict[str, Any] = json.loads((out / "result.json").read_text())
     assert document["schema"] == 1
     assert document["benchmark"] == name
@@ -47,7 +52,6 @@ def run_module(module: str, *argv: str) -> str:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=30,
         check=True,
     )
     return done.stdout

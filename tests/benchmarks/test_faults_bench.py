@@ -18,7 +18,6 @@ def test_tiny_run_writes_result_and_plots(tmp_path: Path) -> None:
         "faults",
         "--quick --window 1.0 --warmup 0.3 --rates 100 --scenario healthy --scenario brownout",
         tmp_path,
-        timeout=90,
     )
     results = document["results"]
     assert results["throughput"] is None  # not measured: no 'max' rate asked for

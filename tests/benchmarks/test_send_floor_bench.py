@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
 from bench_support import help_text, run_python
-
-pytestmark = pytest.mark.timeout(60)
 
 SIDES = ("await floor", "await floor + 1 callback", "lone-send floor", "Producer.send")
 
 
 def test_tiny_run_prints_every_side_per_window() -> None:
-    done = run_python(["-m", "benchmarks.send_floor", "--sends", "200", "--windows", "2"], 50)
+    done = run_python(["-m", "benchmarks.send_floor", "--sends", "200", "--windows", "2"])
     lines = done.stdout.splitlines()
     assert lines[0] == "client CPU us per send, one at a time, 2 window(s) of 200"
     rows = {}

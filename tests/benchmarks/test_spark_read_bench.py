@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from bench_support import help_text, run_benchmark
 
 from benchmarks import _common as common
@@ -23,9 +22,8 @@ sys.stdin.read()
 """
 
 
-@pytest.mark.timeout(240)
 def test_tiny_run_reads_the_whole_backlog_every_way(tmp_path: Path) -> None:
-    document = run_benchmark("spark_read", "--messages 3000", tmp_path, timeout=230)
+    document = run_benchmark("spark_read", "--messages 3000", tmp_path)
     modes = document["results"]["modes"]
     assert set(modes) == {"spark read", "push consumer", "pull consumer"}
     for figures in modes.values():

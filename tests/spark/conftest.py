@@ -22,6 +22,14 @@ SPARK_ENV = {
 }
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test of the shared session runs on one worker (``--dist loadgroup``): one JVM
+    for the whole run, however many workers pytest-xdist starts."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     saved = {name: os.environ.get(name) for name in SPARK_ENV}

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from pyspark.sql import SparkSession
 
 from examples.spark_pipeline import ORDERS, TOTALS, run, verdict
 from producer.testing import DevClusterThread
 
 
-@pytest.mark.timeout(180)
 def test_the_pipeline_totals_every_order_once(spark: SparkSession) -> None:
     with DevClusterThread(brokers=2, topics={ORDERS: 4, TOTALS: 4}) as cluster:
         outcome = run(spark, cluster.namesrv_addr, 140)
