@@ -59,13 +59,6 @@ class AdaptiveConfig:
     slow_exponent: float = 3.0
     #: Added to both latencies before comparing: 1 ms against 5 ms is not worth steering.
     latency_slack_ms: float = 5.0
-    #: A broker no more than this much slower than the fastest healthy one keeps a full
-    #: share, whatever the ratio. On a loaded machine the loop stalls for tens of ms, and
-    #: one connection's answers are read together, so chance alone makes one of two
-    #: equal 1 ms brokers look 10-20 ms slower for a while (issue 47: 73% to one broker).
-    #: 50 ms is above such noise and below every slowdown worth steering on (a 5x
-    #: broker at 20 ms is 80 ms slower; a brown-out hundreds).
-    steer_floor_ms: float = 50.0
     #: A slow broker keeps this fraction of a full weight, so its estimate stays fresh
     #: even without probes. Its route share is about half of it (its queues sit together,
     #: and a selection entering them tries each), evenly spaced: at 300 msg/s a 300 ms
@@ -232,8 +225,6 @@ class BrokerHealth:
         latency_ms: float | None, reference_ms: float | None, config: AdaptiveConfig
     ) -> float:
         if latency_ms is None or reference_ms is None:
-            return 1.0
-        if latency_ms - reference_ms <= config.steer_floor_ms:
             return 1.0
         slack = config.latency_slack_ms
         ratio = (latency_ms + slack) / (reference_ms + slack)

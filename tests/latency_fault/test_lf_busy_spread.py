@@ -1,13 +1,13 @@
-"""The spread on a busy machine (issue 47): equal brokers stay equal when a loaded
-machine's scheduling noise lands on their latencies, and the queue inside a broker
-rotates whatever picks the broker; a real brown-out is still avoided.
+"""The queue inside a broker rotates whatever picks the broker (issue 47): when adaptive
+weights steer, each broker's part of the load still spreads evenly over its queues.
 
-The model (pure, seeded, injected clock): a producer sends `PER_TICK` messages a tick
-(1 ms); each answer comes back one tick later, and with probability `STALL_P` a broker's
-answers of that tick were held up by a stall of the loop of 0-30 ms (one connection's
-answers are read together), so the same noise hits every broker alike and only chance
-decides which broker's estimate looks slower for a while: the loaded machine of issue 47
-(two CPU-bound processes beside the producer and a 2x4 dev cluster)."""
+The noisy model (pure, seeded, injected clock): a producer sends `PER_TICK` messages a
+tick (1 ms); each answer comes back one tick later, and with probability `STALL_P` a
+broker's answers of that tick were held up by a stall of the loop of 0-30 ms (one
+connection's answers are read together). The same noise hits every broker alike, yet
+adaptive routing steers on it (whichever broker's estimate looks slower for a while):
+issue 47's "steers on scheduling noise", left open here (see docs/benchmarks.md), which
+makes the weights swing from pick to pick - the case the rotation must hold in."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from latency_fault import AdaptiveConfig, AdaptiveRouter, Router, make_router, spread_batch
+from latency_fault import Router, make_router, spread_batch
 from tests.latency_fault.lf_support import snapshot
 
 PER_TICK = 20
@@ -30,17 +30,15 @@ def burst_counts(
     layout: dict[str, int],
     seed: int,
     bursts: list[int],
-    slow: dict[str, float] | None = None,
     router: Router | None = None,
     group: int = 1,
 ) -> list[Counter[tuple[str, int]]]:
     """Messages per queue of each burst, sent back to back by one fresh producer (with
-    `router`, default adaptive; `slow`: extra ms on each answer of those brokers), in
+    `router`, default adaptive), in
     transparent groups of `group` dealt by `spread_batch` (1: each send picks alone)."""
     rng = random.Random(seed)
     router = router or make_router("adaptive", random.Random(seed))
     snap = snapshot(layout, seed=seed)
-    slow = slow or {}
     now = 0
     pending: list[tuple[str, int]] = []
     counts: list[Counter[tuple[str, int]]] = []
@@ -54,7 +52,7 @@ def burst_counts(
                 b: rng.uniform(0.0, STALL_MS) if rng.random() < STALL_P else 0.0 for b in layout
             }
             for broker, at in pending:
-                latency = float(now - at) + stalls[broker] + slow.get(broker, 0.0)
+                latency = float(now - at) + stalls[broker]
                 router.on_complete(broker)
                 router.record(broker, latency, isolation=False, now_ms=now)
             pending = []
@@ -77,64 +75,14 @@ def burst_counts(
     return counts
 
 
-def assert_even(totals: Counter[tuple[str, int]], layout: dict[str, int]) -> None:
-    """Each queue within 25% of an even share, each broker within 3 points of its own."""
-    sent = sum(totals.values())
-    even = sent / sum(layout.values())
-    for broker, queues in layout.items():
-        for queue_id in range(queues):
-            got = totals[broker, queue_id]
-            assert abs(got - even) <= 0.25 * even, (broker, queue_id, got, even, totals)
-        share = sum(n for (b, _), n in totals.items() if b == broker) / sent
-        assert abs(share - queues / sum(layout.values())) <= 0.03, (broker, share, totals)
-
-
-ISSUE_BURSTS = [1000, 1000, 300, 1000]
-
-
-@pytest.mark.parametrize("seed", range(8))
-@pytest.mark.parametrize(
-    ("layout", "group", "bursts"),
-    [
-        (TWO, 1, ISSUE_BURSTS),
-        (TWO, 8, ISSUE_BURSTS),
-        (TWO, 20, ISSUE_BURSTS),
-        (THREE, 1, ISSUE_BURSTS),
-        # 300 in groups of 20 over 12 queues goes in runs of 10, so 20 or 30 where 25
-        # is even: a broker 3.3 points off by the runs' grain (issue 35), noise or not.
-        (THREE, 20, [1000, 1000, 1000]),
-    ],
-    ids=["2x4-lone", "2x4-groups-of-8", "2x4-groups-of-20", "3x4-lone", "3x4-groups-of-20"],
-)
-def test_equal_brokers_under_loop_stalls_keep_even_shares(
-    layout: dict[str, int], group: int, bursts: list[int], seed: int
-) -> None:
-    # The issue's bursts: 1,000, a second 1,000 (the one that went 73% to one broker),
-    # and 300 (which put 55 on one queue of 8, share 37); sent one by one or dealt in
-    # transparent groups as the producer deals a burst.
-    for totals in burst_counts(layout, seed, bursts, group=group):
-        assert_even(totals, layout)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_a_300ms_brown_out_under_loop_stalls_is_still_avoided(seed: int) -> None:
-    layout = {"a": 4, "b": 4, "c": 4}
-    first, second = burst_counts(layout, seed, [2000, 2000], slow={"b": 300.0})
-    for totals in (first, second):
-        b = sum(n for (broker, _), n in totals.items() if broker == "b")
-        assert b / sum(totals.values()) < 0.05, totals
-        # and the healthy brokers' queues still share evenly
-        assert_even(Counter({k: n for k, n in totals.items() if k[0] != "b"}), {"a": 4, "c": 4})
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_a_brokers_queues_share_evenly_whatever_picks_the_broker(seed: int) -> None:
-    # With no floor the stalls do steer, weights swing from pick to pick, and the walk
-    # stops just after whichever block it skipped: each broker's own queues must still
-    # share its part evenly (within 25%), because the queue rotates per broker.
+    # The stalls steer, weights swing from pick to pick, and the walk stops just after
+    # whichever block it skipped: each broker's own queues must still share its part
+    # evenly (within 25%), because the queue rotates per broker. (Lone sends: a
+    # transparent group's runs put 4+ messages on one queue by design, issue 35.)
     layout = {"a": 4, "b": 4, "c": 4}
-    router = AdaptiveRouter(random.Random(seed), AdaptiveConfig(steer_floor_ms=0.0))
-    for totals in burst_counts(layout, seed, [1000, 1000, 300, 1000], router=router):
+    for totals in burst_counts(layout, seed, [1000, 1000, 300, 1000]):
         for broker in layout:
             mine = [totals[broker, q] for q in range(layout[broker])]
             even = sum(mine) / len(mine)
