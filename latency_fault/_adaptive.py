@@ -58,8 +58,11 @@ class AdaptiveRouter:
         queue = snapshot.step_until(
             lambda q: q.broker_name != last_broker and self._accepts(q.broker_name, weights)
         )
-        if queue is None:
-            queue = self._fallback(snapshot, weights, last_broker, now_ms)
+        queue = snapshot.broker_turn(
+            queue.broker_name
+            if queue is not None
+            else self._fallback(snapshot, weights, last_broker, now_ms)
+        )
         health = self._health.get(queue.broker_name)
         if health is not None and health.tripped and health.state(now_ms) is BrokerState.HALF_OPEN:
             health.book_trial(now_ms, self._config)
@@ -152,12 +155,12 @@ class AdaptiveRouter:
         weights: dict[str, float],
         last_broker: str | None,
         now_ms: int,
-    ) -> Q:
-        """Nothing accepted in one round. In order: the heaviest usable broker other than
-        the last one; the last one if it is usable; a broker that is not banned (one whose
-        half-open trial is out is still available: better a second trial than a banned
-        broker); else the broker whose ban ends first, the last one only if it is alone
-        (something must be tried; a ban is a guess)."""
+    ) -> str:
+        """Nothing accepted in one round: the broker to send to. In order: the heaviest
+        usable broker other than the last one; the last one if it is usable; a broker
+        that is not banned (one whose half-open trial is out is still available: better
+        a second trial than a banned broker); else the broker whose ban ends first, the
+        last one only if it is alone (something must be tried; a ban is a guess)."""
         others = [b for b in snapshot.brokers if b != last_broker]
         usable = [b for b in others if weights[b] > 0]
         available = [b for b in snapshot.brokers if self.is_available(b, now_ms)]
@@ -168,8 +171,8 @@ class AdaptiveRouter:
         elif available:
             broker = min(available, key=lambda b: (b == last_broker, self._ban_end(b)))
         else:
-            broker = min(others or snapshot.brokers, key=self._ban_end)
-        return snapshot.broker_queue(broker, snapshot.index.next())
+            return min(others or snapshot.brokers, key=self._ban_end)
+        return broker
 
     def _ban_end(self, broker: str) -> int:
         health = self._health.get(broker)

@@ -81,7 +81,7 @@ class PublishSnapshot(Generic[Q]):
     as the Java method they reproduce does, so tests can pin the sequence.
     """
 
-    __slots__ = ("_by_broker", "_index", "_queues", "owed", "topic")
+    __slots__ = ("_by_broker", "_index", "_queues", "_turns", "owed", "topic")
 
     def __init__(self, queues: Sequence[Q], rng: random.Random, *, topic: str = "") -> None:
         self.topic = topic
@@ -91,6 +91,9 @@ class PublishSnapshot(Generic[Q]):
         for queue in self._queues:
             by_broker.setdefault(queue.broker_name, []).append(queue)
         self._by_broker = {name: tuple(qs) for name, qs in by_broker.items()}
+        # Per broker, the queue id its next weighted pick takes (Java's sendWhichQueue
+        # is one counter per TopicPublishInfo; a weighted walk needs one per broker).
+        self._turns: dict[str, int] = {}
         #: Per (broker, queue id): messages of small transparent groups the router's
         #: picks gave the queue (a group's messages shared by its picks), minus those it
         #: was sent (`spread_batch` keeps it).
@@ -132,6 +135,21 @@ class PublishSnapshot(Generic[Q]):
         """
         queues = self._by_broker[broker]
         return queues[k % len(queues)]
+
+    def broker_turn(self, broker: str) -> Q:
+        """`broker`'s next queue in its own rotation.
+
+        A weighted walk picks a broker by its weight but, left to the shared index, the
+        queue by where the walk happened to stop: the queue just after a skipped block
+        took far more than its share (issue 47: 201 on one queue of 8 where 125 was
+        even). Rotating each broker's queues on their own counter gives every queue of
+        a broker an even part of whatever the broker is given. The rotation starts at
+        the shared index, so fresh snapshots do not all begin at queue 0.
+        """
+        queues = self._by_broker[broker]
+        turn = self._turns.get(broker, self._index.value) + 1
+        self._turns[broker] = turn
+        return queues[turn % len(queues)]
 
     def round_robin(self) -> Q:
         """`TopicPublishInfo.selectOneMessageQueue()`: advance once, take that queue."""
