@@ -84,7 +84,7 @@ async def consume(args: argparse.Namespace) -> str:
     )
 
 
-async def main(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace) -> None:
     stored = await produce(args.namesrv, args.topic, args.count)
     print(f"sent {dict(stored)}", flush=True)
     await anyio.sleep(3)  # async replication: the slaves catch up
@@ -100,8 +100,19 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--kill-after", type=int, default=500)
     parser.add_argument("--timeout-s", type=float, default=120.0)
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--quick", action="store_true", help="400 messages, the master killed after 100 reads"
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.count, args.kill_after = 400, 100
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    anyio.run(run, parse(argv))
+    return 0
 
 
 if __name__ == "__main__":
-    anyio.run(main, parse())
+    raise SystemExit(main())

@@ -58,11 +58,6 @@ from producer.errors import (
 log = logging.getLogger("producer")
 
 
-#: The life-cycle states of a producer: every client's :class:`LifecycleState` (the name
-#: users of the producer know it by).
-ProducerState = LifecycleState
-
-
 class Producer(AsyncLifecycle):
     """A RocketMQ producer for one producer group. Use it as ``async with Producer(...)``.
 

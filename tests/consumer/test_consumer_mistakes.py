@@ -30,7 +30,7 @@ from producer.consumer import (
 )
 from producer.errors import InvalidOptionError, NameServerError
 from producer.testing import DevClusterThread
-from tests.producer.test_name_servers import closed_port
+from tests.helpers.ports import closed_port
 
 pytestmark = pytest.mark.timeout(60)
 

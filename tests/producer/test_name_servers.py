@@ -3,8 +3,6 @@ not a name server as a ConnectError, a lookup out of budget as a SendTimeout."""
 
 from __future__ import annotations
 
-import socket
-
 import anyio
 import pytest
 
@@ -17,6 +15,7 @@ from producer.errors import (
     SendTimeout,
 )
 from producer.testing import DevClusterThread, FaultSpec
+from tests.helpers.ports import closed_port
 from tests.producer.conftest import TOPIC, make_producer
 
 pytestmark = pytest.mark.anyio
@@ -35,12 +34,6 @@ def test_a_bad_address_is_refused_at_construction(namesrv: str) -> None:
 def test_the_bad_address_is_named_among_good_ones() -> None:
     with pytest.raises(InvalidOptionError, match=r"'127\.0\.0\.1' is not 'host:port'"):
         Producer("g", ["127.0.0.1:9876", "127.0.0.1"])
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_nothing_listening_is_a_name_server_error() -> None:

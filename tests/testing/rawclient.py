@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.frame_encoder import encode_frame
-from producer._remoting.request_codes import SerializeType
+from producer._remoting.request_codes import RequestCode, SerializeType
 
 _INT32 = struct.Struct(">i")
 _opaques = itertools.count(1)
@@ -127,3 +127,18 @@ def send_fields(
         "k": "false",
         "m": "true" if batch else "false",
     }
+
+
+def create_topic(topic: str, queues: int = 4, perm: int = 6) -> RemotingCommand:
+    """UPDATE_AND_CREATE_TOPIC as `mqadmin updateTopic` sends it."""
+    fields = {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": str(queues),
+        "writeQueueNums": str(queues),
+        "perm": str(perm),
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0",
+        "order": "false",
+    }
+    return make_request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields)

@@ -33,24 +33,10 @@ from producer._types.message import MessageQueue
 from producer.consumer._sql_filters import parse_subscription
 from producer.testing import DevCluster
 from tests.golden.admin.probes import GROUP
-from tests.testing.rawclient import RawClient, make_request, send_fields
+from tests.testing.rawclient import RawClient, create_topic, make_request, send_fields
 
 pytestmark = pytest.mark.anyio
 _heartbeats = itertools.count(1 << 20)
-
-
-def create(topic: str, queues: int = 4, perm: int = 6) -> RemotingCommand:
-    fields = {
-        "topic": topic,
-        "defaultTopic": "TBW102",
-        "readQueueNums": str(queues),
-        "writeQueueNums": str(queues),
-        "perm": str(perm),
-        "topicFilterType": "SINGLE_TAG",
-        "topicSysFlag": "0",
-        "order": "false",
-    }
-    return make_request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields)
 
 
 async def ask(addr: str, request: RemotingCommand) -> RemotingCommand:
@@ -72,13 +58,15 @@ async def test_a_created_topic_is_routed_updated_and_deleted_as_mqadmin_does() -
     async with DevCluster(brokers=2) as cluster:
         a, b = cluster.broker_addr("broker-a"), cluster.broker_addr("broker-b")
         for addr in (a, b):  # updateTopic -c: one request per master
-            assert (await ask(addr, create("Created"))).code == ResponseCode.SUCCESS
+            assert (await ask(addr, create_topic("Created"))).code == ResponseCode.SUCCESS
         route = parse_route_data((await route_of(cluster, "Created")).body)
         assert sorted((q.broker_name, q.write_queue_nums, q.perm) for q in route.queue_datas) == [
             ("broker-a", 4, 6),
             ("broker-b", 4, 6),
         ]
-        await ask(a, create("Created", queues=2, perm=4))  # updateTopic -b: one broker, replaced
+        await ask(
+            a, create_topic("Created", queues=2, perm=4)
+        )  # updateTopic -b: one broker, replaced
         route = parse_route_data((await route_of(cluster, "Created")).body)
         assert {q.broker_name: (q.write_queue_nums, q.perm) for q in route.queue_datas} == {
             "broker-a": (2, 4),
@@ -107,7 +95,7 @@ async def test_the_cluster_and_broker_names_are_system_topics(name: str) -> None
     """``TopicConfigManager`` adds the broker's own name (and its cluster's) to the JVM's
     system topics; another broker's name is an ordinary topic to it."""
     async with DevCluster(brokers=2) as cluster:
-        answer = await ask(cluster.broker_addr("broker-a"), create(name))
+        answer = await ask(cluster.broker_addr("broker-a"), create_topic(name))
         deleted = await ask(
             cluster.broker_addr("broker-a"),
             make_request(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": name}),
@@ -118,7 +106,7 @@ async def test_the_cluster_and_broker_names_are_system_topics(name: str) -> None
 
 
 async def test_a_create_without_a_required_field_is_refused_naming_it() -> None:
-    request = create("T")
+    request = create_topic("T")
     assert request.ext_fields is not None
     del request.ext_fields["readQueueNums"]
     async with DevCluster(brokers=1) as cluster:
@@ -320,7 +308,7 @@ async def test_a_pop_groups_consume_stats_follow_its_acks() -> None:
 
 async def test_a_5x_create_keeps_the_message_type_attribute_and_the_order_flag() -> None:
     """``mqadmin5 updateTopic -a +message.type=FIFO -o true``: GET_TOPIC_CONFIG shows both."""
-    request = create("Fifo")
+    request = create_topic("Fifo")
     assert request.ext_fields is not None
     request.ext_fields.update({"attributes": "+message.type=FIFO", "order": "true"})
     async with DevCluster(brokers=1, broker_version="5.x") as cluster:

@@ -12,7 +12,7 @@ from producer._remoting.store_record import decode_records
 from producer._response_codes import ResponseCode
 from producer.testing import DevCluster
 from tests.helpers.clocks import START_MS
-from tests.testing.rawclient import RawClient, make_request
+from tests.testing.rawclient import RawClient, create_topic, make_request
 from tests.testing.replication_support import (  # the fixtures: clock, cluster
     FLAG_COMMIT,
     FLAG_SUBSCRIPTION,
@@ -27,7 +27,6 @@ from tests.testing.replication_support import (  # the fixtures: clock, cluster
     route,
     send,
 )
-from tests.testing.test_admin_requests import create
 
 pytestmark = pytest.mark.anyio
 
@@ -283,7 +282,7 @@ async def test_a_slave_refuses_topic_and_group_writes_as_validate_slave_does(
     the master still takes the write."""
     slave, master = cluster.slave_addr("broker-a"), cluster.broker_addr("broker-a")
     writes = [
-        create("MadeOnSlave"),
+        create_topic("MadeOnSlave"),
         make_request(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": TOPIC}),
         make_request(RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": GROUP}),
     ]
@@ -294,5 +293,5 @@ async def test_a_slave_refuses_topic_and_group_writes_as_validate_slave_does(
             "Can't modify topic or subscription group from slave broker, "
             "please execute it from master broker.",
         )
-    made = await request(master, create("MadeOnMaster"))
+    made = await request(master, create_topic("MadeOnMaster"))
     assert made.code == ResponseCode.SUCCESS  # type: ignore[attr-defined]
