@@ -98,7 +98,6 @@ def test_failover_run_kills_a_replicated_master_and_reports_it(tmp_path: Path) -
         "faults",
         "--failover --quick --window 1.0 --warmup 0.5 --failover-rate 100 --failover-drain 1",
         tmp_path,
-        timeout=90,
     )
     results = document["results"]
     (run,) = results["rounds"]
