@@ -22,6 +22,7 @@ from producer.consumer import (
 )
 from producer.errors import TransportError
 from producer.testing import DevClusterThread
+from tests.helpers.clocks import MovingClock
 from tests.helpers.dead_letters import dead_letters
 from tests.helpers.push import FAST_LEVELS, consumer, until
 
@@ -213,24 +214,8 @@ async def test_dead_letters_are_read_from_the_slave_with_the_master_dead() -> No
     assert found == set(ids)
 
 
-class _Clock:
-    """The 5.x cluster's ``clock_ms`` and the consumer's clock, moved by the test."""
-
-    def __init__(self) -> None:
-        self.ms = 1_795_636_521_000
-
-    def __call__(self) -> int:
-        return self.ms
-
-    def wall_ms(self) -> int:
-        return self.ms
-
-    def monotonic_ms(self) -> float:
-        return anyio.current_time() * 1000.0
-
-
 async def test_pops_in_flight_come_back_from_a_promoted_5x_master() -> None:
-    clock = _Clock()
+    clock = MovingClock()
     with DevClusterThread(
         brokers=1, topics={"Orders": 1}, slaves=1, clock_ms=clock, broker_version="5.x"
     ) as cluster:
