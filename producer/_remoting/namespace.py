@@ -14,9 +14,18 @@ from __future__ import annotations
 import re
 
 from producer._remoting.retry_topics import DLQ_PREFIX, RETRY_PREFIX
+from producer._types.message import MessageQueue
 from producer.errors import InvalidOptionError
 
-__all__ = ["MAX_NAMESPACE_LENGTH", "check_namespace", "namespaced_group", "unwrap", "wrap"]
+__all__ = [
+    "MAX_NAMESPACE_LENGTH",
+    "check_namespace",
+    "namespaced_group",
+    "unwrap",
+    "unwrap_queue",
+    "wrap",
+    "wrap_queue",
+]
 
 SEPARATOR = "%"
 # A namespaced group's retry topic, %RETRY%<ns>%<group>, must still be a legal topic
@@ -95,6 +104,20 @@ def unwrap(resource: str, namespace: str | None) -> str:
     if not bare.startswith(namespace + SEPARATOR):
         return resource
     return prefix + bare[len(namespace) + 1 :]
+
+
+def wrap_queue(namespace: str | None, queue: MessageQueue) -> MessageQueue:
+    """``queue`` as the wire names it (``nsA%Topic``); wrapping twice is a no-op."""
+    if not namespace:
+        return queue
+    return MessageQueue(wrap(namespace, queue.topic), queue.broker_name, queue.queue_id)
+
+
+def unwrap_queue(queue: MessageQueue, namespace: str | None) -> MessageQueue:
+    """``queue`` as its user names it (see :func:`unwrap`)."""
+    if not namespace:
+        return queue
+    return MessageQueue(unwrap(queue.topic, namespace), queue.broker_name, queue.queue_id)
 
 
 def namespaced_group(namespace: str | None, group: str) -> str:

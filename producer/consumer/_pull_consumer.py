@@ -30,7 +30,7 @@ from producer._client.clock import Clock, LoopClock
 from producer._client.keywords import takes_options
 from producer._lifecycle import ENDED, AsyncLifecycle, exit_noting_cancel
 from producer._remoting.codecs import DEFAULT_CODECS, BodyCodecs
-from producer._remoting.namespace import unwrap, wrap
+from producer._remoting.namespace import unwrap_queue, wrap, wrap_queue
 from producer._remoting.subscription import Subscription
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
@@ -48,6 +48,7 @@ from producer.consumer._options import (
 )
 from producer.consumer._pull_buffer import PullBuffer
 from producer.consumer._pull_heartbeat import PullHeartbeat, serve_broker_requests
+from producer.consumer._pull_offsets import not_stored_before, start_offset
 from producer.consumer._pull_step import Pulled, PullRequest, pull_once
 from producer.consumer._sql_filters import check_in_broker, parse_subscription, subscription_for
 from producer.consumer._subscribe_checks import check_tag_expression
@@ -238,7 +239,9 @@ class PullConsumer(AsyncLifecycle):
         self._held(queue)
         found = self._positions[queue]
         if found is None:
-            found = self._positions[queue] = await self._start_offset(queue)
+            api = await self._routed([queue])
+            found = await start_offset(api, queue, self.auto_offset_reset)
+            self._positions[queue] = found
             self._buffer.moved(queue, found)
         return found
 
@@ -267,7 +270,9 @@ class PullConsumer(AsyncLifecycle):
         found: dict[MessageQueue, int] = {}
         for queue in wire:
             offset = await api.search_offset(queue, timestamp_ms)
-            found[self._user(queue)] = await self._not_before(api, queue, offset, timestamp_ms)
+            found[self._user(queue)] = await not_stored_before(
+                api, queue, offset, timestamp_ms, self._ask(0, 1)
+            )
         return found
 
     async def committed(self, queue: MessageQueue) -> int | None:
@@ -386,26 +391,6 @@ class PullConsumer(AsyncLifecycle):
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def _start_offset(self, queue: MessageQueue) -> int:
-        api = await self._routed([queue])
-        committed = await api.query_offset(queue)
-        if committed is not None and committed >= 0:
-            return committed
-        if self.auto_offset_reset == "earliest":
-            return await api.min_offset(queue)
-        return await api.max_offset(queue)
-
-    async def _not_before(
-        self, api: BrokerApi, queue: MessageQueue, offset: int, timestamp_ms: int
-    ) -> int:
-        """``offset``, or the next one if the message there was stored before the time."""
-        every = parse_subscription(queue.topic, "*")
-        pulled = await pull_once(api, queue, offset, every, self._ask(0, 1))
-        if not pulled.messages:
-            return pulled.position
-        first = pulled.messages[0]
-        return first.queue_offset + 1 if first.store_timestamp < timestamp_ms else offset
-
     async def _routed(self, queues: Iterable[MessageQueue]) -> BrokerApi:
         """The API, with a route for every topic among ``queues``."""
         api = self._open()
@@ -432,16 +417,10 @@ class PullConsumer(AsyncLifecycle):
         return found
 
     def _wire(self, queue: MessageQueue) -> MessageQueue:
-        """The queue as the wire names it (``nsA%topic``); wrapping twice is a no-op."""
-        if self.namespace is None:
-            return queue
-        return MessageQueue(wrap(self.namespace, queue.topic), queue.broker_name, queue.queue_id)
+        return wrap_queue(self.namespace, queue)
 
     def _user(self, queue: MessageQueue) -> MessageQueue:
-        if self.namespace is None:
-            return queue
-        topic = unwrap(queue.topic, self.namespace)
-        return MessageQueue(topic, queue.broker_name, queue.queue_id)
+        return unwrap_queue(queue, self.namespace)
 
     def _chosen(self, queues: tuple[MessageQueue, ...]) -> list[MessageQueue]:
         queues = tuple(map(self._wire, queues))
