@@ -37,18 +37,15 @@ from producer._remoting.pop_requests import (
     change_invisible_request,
     check_ack,
     parse_change_response,
-    parse_message_type,
     parse_pop_response,
     pop_request,
-    topic_config_request,
 )
-from producer._remoting.request_codes import POP_BROKER_VERSION, V5_2_0, version_name
-from producer._remoting.requests import max_offset_request
+from producer._remoting.request_codes import V5_2_0
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer._types.consumer.popped import PoppedMessage, Receipt, ReceiptState
 from producer._types.credentials import Credentials
-from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi, TopicQueues
+from producer.consumer._broker_api import BrokerApi, TopicQueues
 from producer.consumer._connect import Identity, open_api
 from producer.consumer._options import (
     AWAIT_DURATION_MS,
@@ -57,12 +54,10 @@ from producer.consumer._options import (
     check_int,
     check_invisible,
 )
+from producer.consumer._pop_brokers import PopBrokers
 from producer.consumer._sql_filters import parse_subscription
 from producer.errors import (
-    BrokerError,
-    InvalidOptionError,
     LocalProtocolError,
-    PopUnsupportedError,
     ProducerError,
     TransportError,
 )
@@ -131,8 +126,7 @@ class SimpleConsumer(AsyncLifecycle):
         self._pool: ConnectionPool | None = None
         self._api: BrokerApi | None = None
         self._subscriptions: dict[str, str] = {}
-        self._versions: dict[str, int] = {}
-        self._normal_topics: set[tuple[str, str]] = set()  # (broker address, topic) not FIFO
+        self._brokers = PopBrokers(orderly=self.orderly)  # which brokers may serve the pops
         self._turn = 0
         self._buffer: deque[PoppedMessage] = deque()
 
@@ -318,7 +312,7 @@ class SimpleConsumer(AsyncLifecycle):
             groups.setdefault((receipt.handle.broker_name, receipt.topic), []).append(receipt)
         for (broker_name, topic), receipts in groups.items():
             addr = api.addr(broker_name)
-            if self._versions.get(addr, 0) < BATCH_ACK_BROKER_VERSION or len(receipts) == 1:
+            if self._brokers.version(addr) < BATCH_ACK_BROKER_VERSION or len(receipts) == 1:
                 for receipt in receipts:
                     request = ack_request(self.group, topic, receipt.handle)
                     check_ack(await api.client.invoke(addr, request, self._request_timeout_ms))
@@ -370,7 +364,7 @@ class SimpleConsumer(AsyncLifecycle):
         topic without ``orderly``. Nothing is popped."""
         api, _ = self._open()
         for topic, broker_name, addr in await self._pairs(api):
-            await self._check_version(api, broker_name, addr, topic)
+            await self._brokers.check(api, broker_name, addr, topic)
 
     async def _pairs(self, api: BrokerApi) -> list[Pair]:
         """(topic, broker name, address) of every subscribed topic's readable brokers."""
@@ -402,48 +396,18 @@ class SimpleConsumer(AsyncLifecycle):
         return cached
 
     async def _in_turn(self, api: BrokerApi, failed: dict[Pair, TransportError]) -> list[Pair]:
-        """Every subscribed topic's brokers, checked (:meth:`_check_version`; one that
+        """Every subscribed topic's brokers, checked (:meth:`PopBrokers.check`; one that
         cannot be reached goes in ``failed``), starting one further on at each call, so
         that no broker is always asked first."""
         pairs = await self._pairs(api)
         for pair in pairs:
             topic, broker_name, addr = pair
             try:
-                await self._check_version(api, broker_name, addr, topic)
+                await self._brokers.check(api, broker_name, addr, topic)
             except TransportError as exc:
                 self._passed_over(pair, exc, failed)
         self._turn = (self._turn + 1) % len(pairs)
         return pairs[self._turn :] + pairs[: self._turn]
-
-    async def _check_version(self, api: BrokerApi, broker_name: str, addr: str, topic: str) -> None:
-        version = self._versions.get(addr)
-        if version is None:
-            response = await api.client.invoke(
-                addr, max_offset_request(topic, 0), HOUSEKEEPING_TIMEOUT_MS
-            )
-            version = self._versions[addr] = response.version
-        if version < POP_BROKER_VERSION:
-            raise PopUnsupportedError(broker_name, addr, version_name(version))
-        if not self.orderly and (addr, topic) not in self._normal_topics:
-            kind = await self._message_type(api, addr, topic)
-            if kind == "FIFO":
-                raise InvalidOptionError(
-                    f"topic {topic} is a FIFO topic on broker {broker_name}: pop it with "
-                    "SimpleConsumer(..., orderly=True), or its messages come out of order"
-                )
-            self._normal_topics.add((addr, topic))
-
-    async def _message_type(self, api: BrokerApi, addr: str, topic: str) -> str:
-        """The topic's 5.x message type (GET_TOPIC_CONFIG); ``NORMAL`` when the broker will
-        not say (an error answer: no such request, no permission)."""
-        request = topic_config_request(topic)
-        try:
-            return parse_message_type(
-                await api.client.invoke(addr, request, HOUSEKEEPING_TIMEOUT_MS)
-            )
-        except BrokerError as exc:
-            log.debug("message type of %s at %s unknown: %s", topic, addr, exc)
-            return "NORMAL"
 
     def _open(self) -> tuple[BrokerApi, Clock]:
         if self._api is None or self._clock is None:
