@@ -12,6 +12,8 @@ import random
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
+import anyio
+
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
@@ -122,6 +124,7 @@ class BrokerApi:
     async def refresh(self, topic: str) -> TopicQueues:
         """The topic's readable queues and broker masters, fetched from a name server."""
         data = await self.routes.fetch(topic, self._deadline())
+        self.nodes.routed(topic, self.clock.monotonic_ms())
         known = set(self.replica_addrs())
         found = TopicQueues(
             topic,
@@ -283,7 +286,7 @@ class BrokerApi:
 
     async def pull(self, params: PullParams, timeout_ms: float) -> PullResult:
         """One PULL_MESSAGE, from the replica :class:`PullNodes` chooses (the route asked
-        again first, while degraded, every few seconds)."""
+        again first when due: every few seconds)."""
         queue = params.queue
         if self.nodes.route_due(queue.topic, self.clock.monotonic_ms()):
             await self._recheck(queue.topic)
@@ -315,9 +318,10 @@ class BrokerApi:
     ) -> PullResult:
         """A pull's answer read, its suggestion kept; a transport failure marks the
         replica down (and says whether another can be pulled at once:
-        :meth:`retry_at_once`)."""
+        :meth:`retry_at_once`). Abandoned, as a transport failure, once the route stops
+        naming the replica (a hung master dropped by the name server)."""
         try:
-            response = await answer
+            response = await self._unless_gone(queue, node, answer)
         except TransportError:
             now = self.clock.monotonic_ms()
             self.nodes.failed(node.addr, now)
@@ -328,6 +332,51 @@ class BrokerApi:
         result = parse_pull_response(response)
         self.nodes.suggest(queue, result.suggest_which_broker_id)
         return result
+
+    async def _unless_gone(
+        self, queue: MessageQueue, node: Node, answer: Awaitable[RemotingCommand | None]
+    ) -> RemotingCommand | None:
+        """``answer``, unless the route stops naming ``node`` first: then the pull is
+        cancelled (its request dropped, a late answer ignored) and TransportError raised,
+        so the queue's offset stays where it was and the next pull goes elsewhere."""
+        if isinstance(answer, asyncio.Future) and answer.done():
+            done: RemotingCommand | None = await answer  # pulled ahead, answered: no watch
+            return done
+        got: list[RemotingCommand | Exception | None] = []
+        async with anyio.create_task_group() as tg:
+
+            async def read() -> None:
+                try:
+                    got.append(await answer)
+                except Exception as exc:  # raised below, outside the task group
+                    got.append(exc)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(read)
+            await self._until_gone(queue, node)
+            tg.cancel_scope.cancel()
+        if not got:
+            raise TransportError(
+                f"pull from {node.addr} abandoned: the route of {queue.topic!r} no longer "
+                f"names it for {queue.broker_name!r}"
+            )
+        if isinstance(got[0], Exception):
+            raise got[0]
+        return got[0]
+
+    async def _until_gone(self, queue: MessageQueue, node: Node) -> None:
+        """Returns once the route (read again whenever due) no longer names ``node``;
+        looks first after a tick (``node`` was just chosen from the route)."""
+        while True:
+            await anyio.sleep(self.nodes.wait_ms(queue.topic, self.clock.monotonic_ms()) / 1e3)
+            if self.nodes.route_due(queue.topic, self.clock.monotonic_ms()):
+                try:
+                    await self._recheck(queue.topic)
+                except anyio.get_cancelled_exc_class():
+                    self.nodes.recheck_now(queue.topic)  # the answer came first
+                    raise
+            if self.nodes.gone(node, self.replicas(queue)):
+                return
 
     def retry_at_once(self, queue: MessageQueue) -> bool:
         """Whether the pull of ``queue`` that just failed may be retried now, on another
