@@ -339,9 +339,8 @@ class BrokerApi:
         """``answer``, unless the route stops naming ``node`` first: then the pull is
         cancelled (its request dropped, a late answer ignored) and TransportError raised,
         so the queue's offset stays where it was and the next pull goes elsewhere."""
-        if isinstance(answer, asyncio.Future) and answer.done():
-            done: RemotingCommand | None = await answer  # pulled ahead, answered: no watch
-            return done
+        if isinstance(answer, asyncio.Future):
+            return await self._future_unless_gone(queue, node, answer)
         got: list[RemotingCommand | Exception | None] = []
         async with anyio.create_task_group() as tg:
 
@@ -356,13 +355,38 @@ class BrokerApi:
             await self._until_gone(queue, node)
             tg.cancel_scope.cancel()
         if not got:
-            raise TransportError(
-                f"pull from {node.addr} abandoned: the route of {queue.topic!r} no longer "
-                f"names it for {queue.broker_name!r}"
-            )
+            raise self._abandoned(queue, node)
         if isinstance(got[0], Exception):
             raise got[0]
         return got[0]
+
+    async def _future_unless_gone(
+        self, queue: MessageQueue, node: Node, answer: asyncio.Future[RemotingCommand | None]
+    ) -> RemotingCommand | None:
+        """:meth:`_unless_gone` for a pull sent ahead, without a task per pull (its hot
+        path: a timer per look, none when already answered)."""
+        try:
+            while not answer.done():
+                wait_s = self.nodes.wait_ms(queue.topic, self.clock.monotonic_ms()) / 1e3
+                await asyncio.wait((answer,), timeout=wait_s)
+                if answer.done():
+                    break
+                if self.nodes.route_due(queue.topic, self.clock.monotonic_ms()):
+                    await self._recheck(queue.topic)
+                if not answer.done() and self.nodes.gone(node, self.replicas(queue)):
+                    answer.cancel()
+                    raise self._abandoned(queue, node)
+        except asyncio.CancelledError:
+            answer.cancel()  # the reader stopped: the pull is dropped with it
+            raise
+        return answer.result()
+
+    @staticmethod
+    def _abandoned(queue: MessageQueue, node: Node) -> TransportError:
+        return TransportError(
+            f"pull from {node.addr} abandoned: the route of {queue.topic!r} no longer "
+            f"names it for {queue.broker_name!r}"
+        )
 
     async def _until_gone(self, queue: MessageQueue, node: Node) -> None:
         """Returns once the route (read again whenever due) no longer names ``node``;
