@@ -12,8 +12,6 @@ import random
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
-import anyio
-
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
@@ -68,6 +66,7 @@ from producer._remoting.route import (
 from producer._remoting.send_header import send_status_or_raise
 from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import MessageQueue
+from producer.consumer._pull_watch import RouteView, unless_gone
 from producer.errors import NoRouteError, ProducerError, TransportError
 
 log = logging.getLogger("producer.consumer")
@@ -112,6 +111,7 @@ class BrokerApi:
         #: Which replica each queue is read from (docs/consuming.md, High availability).
         self.nodes = PullNodes()
         self._retry_now: set[MessageQueue] = set()
+        self._watch = RouteView(self.nodes, clock, self.replicas, self._recheck)
         #: Called with replica addresses a route names for the first time (a slave, a
         #: promoted master): the push consumer heartbeats them before it pulls there.
         self.on_new_replicas: Callable[[list[str]], Awaitable[None]] | None = None
@@ -321,7 +321,7 @@ class BrokerApi:
         :meth:`retry_at_once`). Abandoned, as a transport failure, once the route stops
         naming the replica (a hung master dropped by the name server)."""
         try:
-            response = await self._unless_gone(queue, node, answer)
+            response = await unless_gone(self._watch, queue, node, answer)
         except TransportError:
             now = self.clock.monotonic_ms()
             self.nodes.failed(node.addr, now)
@@ -332,75 +332,6 @@ class BrokerApi:
         result = parse_pull_response(response)
         self.nodes.suggest(queue, result.suggest_which_broker_id)
         return result
-
-    async def _unless_gone(
-        self, queue: MessageQueue, node: Node, answer: Awaitable[RemotingCommand | None]
-    ) -> RemotingCommand | None:
-        """``answer``, unless the route stops naming ``node`` first: then the pull is
-        cancelled (its request dropped, a late answer ignored) and TransportError raised,
-        so the queue's offset stays where it was and the next pull goes elsewhere."""
-        if isinstance(answer, asyncio.Future):
-            return await self._future_unless_gone(queue, node, answer)
-        got: list[RemotingCommand | Exception | None] = []
-        async with anyio.create_task_group() as tg:
-
-            async def read() -> None:
-                try:
-                    got.append(await answer)
-                except Exception as exc:  # raised below, outside the task group
-                    got.append(exc)
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(read)
-            await self._until_gone(queue, node)
-            tg.cancel_scope.cancel()
-        if not got:
-            raise self._abandoned(queue, node)
-        if isinstance(got[0], Exception):
-            raise got[0]
-        return got[0]
-
-    async def _future_unless_gone(
-        self, queue: MessageQueue, node: Node, answer: asyncio.Future[RemotingCommand | None]
-    ) -> RemotingCommand | None:
-        """:meth:`_unless_gone` for a pull sent ahead, without a task per pull (its hot
-        path: a timer per look, none when already answered)."""
-        try:
-            while not answer.done():
-                wait_s = self.nodes.wait_ms(queue.topic, self.clock.monotonic_ms()) / 1e3
-                await asyncio.wait((answer,), timeout=wait_s)
-                if answer.done():
-                    break
-                if self.nodes.route_due(queue.topic, self.clock.monotonic_ms()):
-                    await self._recheck(queue.topic)
-                if not answer.done() and self.nodes.gone(node, self.replicas(queue)):
-                    answer.cancel()
-                    raise self._abandoned(queue, node)
-        except asyncio.CancelledError:
-            answer.cancel()  # the reader stopped: the pull is dropped with it
-            raise
-        return answer.result()
-
-    @staticmethod
-    def _abandoned(queue: MessageQueue, node: Node) -> TransportError:
-        return TransportError(
-            f"pull from {node.addr} abandoned: the route of {queue.topic!r} no longer "
-            f"names it for {queue.broker_name!r}"
-        )
-
-    async def _until_gone(self, queue: MessageQueue, node: Node) -> None:
-        """Returns once the route (read again whenever due) no longer names ``node``;
-        looks first after a tick (``node`` was just chosen from the route)."""
-        while True:
-            await anyio.sleep(self.nodes.wait_ms(queue.topic, self.clock.monotonic_ms()) / 1e3)
-            if self.nodes.route_due(queue.topic, self.clock.monotonic_ms()):
-                try:
-                    await self._recheck(queue.topic)
-                except anyio.get_cancelled_exc_class():
-                    self.nodes.recheck_now(queue.topic)  # the answer came first
-                    raise
-            if self.nodes.gone(node, self.replicas(queue)):
-                return
 
     def retry_at_once(self, queue: MessageQueue) -> bool:
         """Whether the pull of ``queue`` that just failed may be retried now, on another
