@@ -21,9 +21,15 @@ slave's answer suggests it (a 4.x slave always suggests the master). When every 
 is down, the choice falls back to the route alone, as Java's.
 
 While any queue reads from a slave or any address is down (:meth:`PullNodes.degraded`),
-the reader should look at the route every ``recheck_ms`` (:meth:`PullNodes.route_due`),
-not at its usual 20-30 s: that is how a master's return or a promoted master (a new
-address for brokerId 0) is noticed within seconds. The shell owns all I/O and the clock;
+the reader should look at the route every ``recheck_ms`` (:meth:`PullNodes.route_due`):
+that is how a master's return or a promoted master (a new address for brokerId 0) is
+noticed within seconds. Otherwise it looks every ``route_ms`` (3 s, where Java polls every
+30 s): a master that hangs with its connections open fails nothing, and the name server's
+dropping it (a real one after 120 s of silence) is seen only in the route. A pull in flight
+to an address the route no longer names for its broker (:meth:`PullNodes.gone`) is
+abandoned, not waited out, and the queue pulled from the replica the route names now; the
+shell waits for its next look with :meth:`PullNodes.wait_ms`. The cost: one
+GET_ROUTEINFO_BY_TOPIC per read topic every 3 s. The shell owns all I/O and the clock;
 this object is owned by one reader's event loop.
 """
 
@@ -35,10 +41,16 @@ from dataclasses import dataclass
 from producer._remoting.route import DEGRADED_ROUTE_POLL_MS, MASTER_ID
 from producer._types.message import MessageQueue
 
-__all__ = ["DOWN_MS", "RECHECK_MS", "Node", "PullNodes", "find_in_subscribe"]
+__all__ = ["DOWN_MS", "RECHECK_MS", "ROUTE_MS", "Node", "PullNodes", "find_in_subscribe"]
 
 DOWN_MS = 10_000.0  # how long a failed address is passed over before it is tried again
 RECHECK_MS = DEGRADED_ROUTE_POLL_MS
+#: A reader's route period while nothing looks wrong: a hung master dropped from the route
+#: is left within this (plus one pull), not after its long poll's 30 s timeout.
+ROUTE_MS = 3_000.0
+#: The longest a watch on a pull in flight sleeps between looks at the clock and route
+#: (a route read by another queue's pull shows without waiting for this one's period).
+WATCH_TICK_MS = 500.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +83,16 @@ def find_in_subscribe(replicas: Mapping[int, str], wanted: int) -> Node | None:
 class PullNodes:
     """Per queue, the broker's last suggestion; per address, until when it is down."""
 
-    def __init__(self, *, down_ms: float = DOWN_MS, recheck_ms: float = RECHECK_MS) -> None:
+    def __init__(
+        self,
+        *,
+        down_ms: float = DOWN_MS,
+        recheck_ms: float = RECHECK_MS,
+        route_ms: float = ROUTE_MS,
+    ) -> None:
         self.down_ms = down_ms
         self.recheck_ms = recheck_ms
+        self.route_ms = route_ms
         self._suggested: dict[MessageQueue, int] = {}
         self._down_until: dict[str, float] = {}
         self._on_slave: set[MessageQueue] = set()
@@ -149,13 +168,32 @@ class PullNodes:
         """The ask :meth:`route_due` counted did not happen: due again at once."""
         self._checked_at.pop(topic, None)
 
+    def routed(self, topic: str, now_ms: float) -> None:
+        """``topic``'s route was just read (by whoever asked): its period starts again."""
+        self._checked_at[topic] = now_ms
+
+    def period_ms(self, now_ms: float) -> float:
+        """How often the route is read now: ``recheck_ms`` degraded, else ``route_ms``."""
+        return self.recheck_ms if self.degraded(now_ms) else self.route_ms
+
     def route_due(self, topic: str, now_ms: float) -> bool:
-        """Whether the reader should ask for ``topic``'s route now (degraded, and not
-        asked in the last ``recheck_ms``); a true answer counts as the ask."""
-        if not self.degraded(now_ms):
-            return False
+        """Whether the reader should ask for ``topic``'s route now (never asked, or not
+        in the last :meth:`period_ms`); a true answer counts as the ask."""
         last = self._checked_at.get(topic)
-        if last is not None and now_ms - last < self.recheck_ms:
+        if last is not None and now_ms - last < self.period_ms(now_ms):
             return False
         self._checked_at[topic] = now_ms
         return True
+
+    def wait_ms(self, topic: str, now_ms: float) -> float:
+        """How long a watch on a pull in flight sleeps before it looks again: until the
+        route is due, at most ``WATCH_TICK_MS``."""
+        last = self._checked_at.get(topic)
+        left = 0.0 if last is None else last + self.period_ms(now_ms) - now_ms
+        return max(0.0, min(left, WATCH_TICK_MS))
+
+    @staticmethod
+    def gone(node: Node, replicas: Mapping[int, str]) -> bool:
+        """The route no longer names ``node``'s address for its broker: a pull in flight
+        there is abandoned (its offset not advanced) and the queue pulled elsewhere."""
+        return bool(replicas) and node.addr not in replicas.values()

@@ -66,6 +66,7 @@ from producer._remoting.route import (
 from producer._remoting.send_header import send_status_or_raise
 from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import MessageQueue
+from producer.consumer._pull_watch import RouteView, unless_gone
 from producer.errors import NoRouteError, ProducerError, TransportError
 
 log = logging.getLogger("producer.consumer")
@@ -110,6 +111,7 @@ class BrokerApi:
         #: Which replica each queue is read from (docs/consuming.md, High availability).
         self.nodes = PullNodes()
         self._retry_now: set[MessageQueue] = set()
+        self._watch = RouteView(self.nodes, clock, self.replicas, self._recheck)
         #: Called with replica addresses a route names for the first time (a slave, a
         #: promoted master): the push consumer heartbeats them before it pulls there.
         self.on_new_replicas: Callable[[list[str]], Awaitable[None]] | None = None
@@ -122,6 +124,7 @@ class BrokerApi:
     async def refresh(self, topic: str) -> TopicQueues:
         """The topic's readable queues and broker masters, fetched from a name server."""
         data = await self.routes.fetch(topic, self._deadline())
+        self.nodes.routed(topic, self.clock.monotonic_ms())
         known = set(self.replica_addrs())
         found = TopicQueues(
             topic,
@@ -283,7 +286,7 @@ class BrokerApi:
 
     async def pull(self, params: PullParams, timeout_ms: float) -> PullResult:
         """One PULL_MESSAGE, from the replica :class:`PullNodes` chooses (the route asked
-        again first, while degraded, every few seconds)."""
+        again first when due: every few seconds)."""
         queue = params.queue
         if self.nodes.route_due(queue.topic, self.clock.monotonic_ms()):
             await self._recheck(queue.topic)
@@ -315,9 +318,10 @@ class BrokerApi:
     ) -> PullResult:
         """A pull's answer read, its suggestion kept; a transport failure marks the
         replica down (and says whether another can be pulled at once:
-        :meth:`retry_at_once`)."""
+        :meth:`retry_at_once`). Abandoned, as a transport failure, once the route stops
+        naming the replica (a hung master dropped by the name server)."""
         try:
-            response = await answer
+            response = await unless_gone(self._watch, queue, node, answer)
         except TransportError:
             now = self.clock.monotonic_ms()
             self.nodes.failed(node.addr, now)

@@ -22,7 +22,7 @@ __all__ = ["NOT_STORE_OK_CODES", "FaultDecision", "FaultSpec", "FaultSpecError",
 NOT_STORE_OK_CODES = frozenset({10, 11, 12})
 
 _PROBABILITIES = ("latency_probability", "error_probability", "store_status_probability")
-_BOOLEANS = ("down", "blackhole", "reset", "garbage")
+_BOOLEANS = ("down", "blackhole", "hang", "reset", "garbage")
 _DURATIONS = ("latency_ms", "jitter_ms")
 
 
@@ -43,6 +43,9 @@ class FaultSpec:
       but answered with that non-OK status, as a real broker does.
     * ``down``: stop listening (connects are refused) and close every connection.
     * ``blackhole``: accept connections and read requests, never answer.
+    * ``hang``: a hung process (SIGSTOP, a stuck disk): as ``blackhole``, and nothing
+      received before is answered either (a held pull, a late answer); connections stay
+      open.
     * ``reset``: abort the connection (RST) when a request arrives.
     * ``garbage``: answer every request with a malformed frame.
 
@@ -59,6 +62,7 @@ class FaultSpec:
     store_status_probability: float = 1.0
     down: bool = False
     blackhole: bool = False
+    hang: bool = False
     reset: bool = False
     garbage: bool = False
 

@@ -132,6 +132,12 @@ class HaControl:
         self._namesrv.unregister_broker(name, MASTER_BROKER_ID)
         replica.master_gone()
 
+    def expire_master(self, name: str) -> None:
+        """The name server drops ``name``'s brokerId 0 as ``RouteInfoManager.
+        scanNotActiveBroker`` does for a broker silent 120 s (4.9.4 and 5.x): with a
+        ``hang`` fault on the master, a hung broker whose connections stay open."""
+        self._namesrv.unregister_broker(name, MASTER_BROKER_ID)
+
     async def restart_master(self, name: str) -> None:
         """Start ``name``'s dead member again on its port. Not promoted: the master comes
         back with its store and the slave copies on. Promoted: the old master comes back

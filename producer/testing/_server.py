@@ -3,7 +3,8 @@
 A :class:`Listener` owns a listening socket and its connections; a
 :class:`RequestHandler` (name server, broker, sink) turns one request frame into an
 answer. The listener carries out the server's :class:`FaultSpec`: it refuses
-connections while ``down``, drops requests under ``blackhole``, aborts on ``reset``,
+connections while ``down``, drops requests under ``blackhole`` (and every answer under
+``hang``), aborts on ``reset``,
 writes garbage under ``garbage``, and schedules late answers on the event loop, so a
 slow answer holds up neither the connection's other requests nor other connections
 (answers go out in whatever order they are ready, as a real broker's do).
@@ -131,6 +132,8 @@ class _Connection(asyncio.Protocol):
         return payloads
 
     def write(self, frame: bytes) -> None:
+        if self._listener._fault.hang:  # a hung broker answers nothing, late or held
+            return
         if self._outbox is not None:
             self._outbox.append(frame)
         elif self.transport is not None and not self.transport.is_closing():
@@ -280,7 +283,7 @@ class Listener:
         if spec.reset:
             connection.abort(rst=True)
             return
-        if spec.blackhole:
+        if spec.blackhole or spec.hang:
             return
         if spec.garbage:
             connection.write(GARBAGE_FRAME)

@@ -239,6 +239,10 @@ class DevClusterThread(ClosesOnExit):
         """``kill -9`` of ``name``'s master: brokerId 0 leaves the route."""
         self._run(lambda: self.cluster.kill_master(name))
 
+    def expire_master(self, name: str) -> None:
+        """The name server drops ``name``'s brokerId 0 (a silent broker's 120 s expiry)."""
+        self._query(lambda: self.cluster.expire_master(name))
+
     def restart_master(self, name: str) -> None:
         """Start ``name``'s dead member again (the master; after a promotion, as the slave)."""
         self._run(lambda: self.cluster.restart_master(name))

@@ -21,7 +21,7 @@ from producer.consumer import (
     SimpleConsumer,
 )
 from producer.errors import TransportError
-from producer.testing import DevClusterThread
+from producer.testing import DevClusterThread, FaultSpec
 from tests.helpers.clocks import MovingClock
 from tests.helpers.dead_letters import dead_letters
 from tests.helpers.push import FAST_LEVELS, consumer, until
@@ -236,3 +236,40 @@ async def test_pops_in_flight_come_back_from_a_promoted_5x_master() -> None:
             cluster.tick()  # the new master revives them (5.x: check points in its log)
             again = await consumer.receive()
     assert sorted((m.msg_id, m.reconsume_times) for m in again) == sorted((i, 1) for i in sent)
+
+
+async def test_readers_leave_a_hung_master_once_the_route_drops_it() -> None:
+    """A master that hangs (connections open, nothing answered) fails no pull: its
+    readers' long polls wait. Once the name server drops it from the route (a real one
+    after 120 s of silence), they read its slave within one route period (3 s) of
+    injected time: the route is read that often, and a pull in flight to an address the
+    route no longer names is abandoned, its offset not advanced (docs/consuming.md)."""
+    clock = MovingClock()
+    with DevClusterThread(brokers=2, topics={"Orders": QUEUES}, slaves=1, seed=44) as cluster:
+        delivered: Counter[str] = Counter()
+
+        def listener(messages: list[ReceivedMessage]) -> ConsumeStatus:
+            delivered.update(m.msg_id for m in messages)
+            return ConsumeStatus.SUCCESS
+
+        # No offset persisted meanwhile: its timeout on the hung master would mark it down
+        # (and the reader degraded, its route read every 2 s) before the route drops it;
+        # a pull consumer or pull_records reader that commits nothing sees only the route.
+        # And the rebalance's own route read at its default 20 s, not FAST's 0.5 s.
+        quiet = {"persist_interval_ms": 600_000.0, "rebalance_interval_ms": 20_000.0}
+        async with consumer(cluster, listener, clock=clock, **quiet):
+            first = await publish(cluster, 40, "a")
+            await until(lambda: set(delivered) >= set(first))  # long polls now held
+            await until(lambda: len(cluster.held_pulls("broker-a").get("Orders", {})) > 0)
+            cluster.set_fault("broker-a", FaultSpec(hang=True))  # hung, still open
+            cluster.backlog("Orders", per_queue=3)  # on the hung master and its slave
+            await until_copied(cluster, "broker-a")
+            stored = {m.uniq_key or m.offset_msg_id for m in cluster.messages("Orders")}
+            dropped_at = clock.monotonic_ms()
+            cluster.expire_master("broker-a")
+            clock.advance(cluster, 3_000)  # one route period of the reader's
+            await until(lambda: set(delivered) >= stored, seconds=60)
+            took_ms = clock.monotonic_ms() - dropped_at
+        assert set(delivered) == stored  # none lost: broker-a's backlog from its slave
+        assert sum(delivered.values()) == stored_copies(cluster)  # none twice
+        assert took_ms <= 5_000, f"slave read {took_ms:.0f} ms after the route dropped it"

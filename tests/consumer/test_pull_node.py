@@ -104,10 +104,11 @@ def test_offsets_go_to_the_master_else_the_first_live_replica() -> None:
     assert nodes.for_offsets(GROUP, 1.0) == Node(1, SLAVE)
 
 
-def test_the_route_is_asked_every_recheck_while_degraded_only() -> None:
-    nodes = PullNodes(down_ms=10_000.0, recheck_ms=2_000.0)
+def test_the_route_is_asked_every_recheck_while_degraded_else_every_route_period() -> None:
+    nodes = PullNodes(down_ms=10_000.0, recheck_ms=2_000.0, route_ms=3_000.0)
     nodes.choose(Q, GROUP, 0.0)
-    assert not nodes.degraded(0.0) and not nodes.route_due("T", 0.0)
+    nodes.routed("T", 0.0)
+    assert not nodes.degraded(0.0) and not nodes.route_due("T", 2_999.0)
     nodes.failed(MASTER, 0.0)
     assert nodes.route_due("T", 0.0)  # at once after a failure
     assert not nodes.route_due("T", 1_999.0)
@@ -116,7 +117,26 @@ def test_the_route_is_asked_every_recheck_while_degraded_only() -> None:
     nodes.choose(Q, {1: SLAVE}, 3_000.0)
     assert nodes.route_due("T", 4_000.0)
     nodes.choose(Q, GROUP, 12_000.0)  # the master back and no longer down
-    assert not nodes.degraded(12_000.0) and not nodes.route_due("T", 20_000.0)
+    assert not nodes.degraded(12_000.0) and nodes.route_due("T", 12_000.0)
+    assert not nodes.route_due("T", 14_999.0) and nodes.route_due("T", 15_000.0)
+
+
+def test_a_watch_sleeps_until_the_route_is_due_at_most_a_tick() -> None:
+    nodes = PullNodes(route_ms=3_000.0)
+    assert nodes.wait_ms("T", 0.0) == 0.0  # never read: due now
+    nodes.routed("T", 0.0)
+    assert nodes.wait_ms("T", 2_800.0) == 200.0
+    assert 0.0 < nodes.wait_ms("T", 0.0) < 3_000.0  # a tick: others' reads show sooner
+    assert nodes.wait_ms("T", 9_000.0) == 0.0
+
+
+def test_a_pull_is_abandoned_only_when_the_route_stops_naming_its_address() -> None:
+    master = Node(0, MASTER)
+    assert not PullNodes.gone(master, GROUP)
+    assert PullNodes.gone(master, {1: SLAVE})  # dropped: read from the slave now
+    assert PullNodes.gone(master, {0: "10.0.0.3:10911", 1: SLAVE})  # promoted elsewhere
+    assert not PullNodes.gone(Node(1, SLAVE), {0: SLAVE})  # same address, new role
+    assert not PullNodes.gone(master, {})  # nothing else to read: wait it out
 
 
 @given(
@@ -153,5 +173,6 @@ def test_a_queue_let_go_no_longer_keeps_the_reader_degraded() -> None:
     nodes = PullNodes()
     nodes.choose(Q, {1: SLAVE}, 0.0)
     assert nodes.degraded(0.0)
+    nodes.routed("T", 0.0)
     nodes.forget(Q)
-    assert not nodes.degraded(0.0) and not nodes.route_due("T", 0.0)
+    assert not nodes.degraded(0.0) and not nodes.route_due("T", 2_000.0)
