@@ -36,7 +36,6 @@ from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import CompressType, ProducerOptions, Routing
 from producer._send.plan import Finish, SendMode
 from producer._send.port import ProducerPort
-from producer._send.retry_policy import RetryPolicy
 from producer._send.running import Parts, Running, start_running
 from producer._send.send import answer
 from producer._send.telemetry import Telemetry
@@ -49,6 +48,7 @@ from producer._types.credentials import Credentials
 from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import Message
 from producer._types.reply import Reply
+from producer._types.retry_policy import RetryPolicy
 from producer._types.send_result import SendResult
 from producer.errors import (
     LocalProtocolError,

@@ -25,7 +25,7 @@ from producer._remoting.requests import SendRequestFactory
 from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMER_MAX_DELAY_MS
 from producer._send.backpressure import InFlightLimiter
 from producer._send.plan import SendMode, SendPlan, max_attempts
-from producer._send.retry_policy import RetryPolicy
+from producer._types.retry_policy import RetryPolicy
 from producer.errors import InvalidOptionError, LocalProtocolError
 
 Routing = Literal["off", "classic_4_9", "classic_5", "adaptive"]

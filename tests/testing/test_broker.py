@@ -19,8 +19,9 @@ from producer._remoting.requests import (
     unregister_client_request,
 )
 from producer._remoting.send_header import parse_send_response
-from producer._response_codes import ResponseCode, SendStatus
+from producer._response_codes import ResponseCode
 from producer._types.message import Message, MessageQueue
+from producer._types.send_status import SendStatus
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request, send_fields
 
