@@ -27,9 +27,9 @@ from producer._send.backpressure import InFlightLimiter
 from producer._send.hooks import HookRunner
 from producer._send.job import SendJob
 from producer._send.options import Planner, ProducerOptions
+from producer._send.owned_tasks import OwnedTasks
 from producer._send.plan import SendMode
 from producer._send.send import answer
-from producer._send.send_tasks import AsyncSends
 from producer._send.sender import Sender
 from producer._send.telemetry import Telemetry
 from producer._send.timed import TimerGate
@@ -69,7 +69,7 @@ class Running:
     planner: Planner
     timer: TimerGate
     maintenance: Maintenance
-    async_sends: AsyncSends
+    async_sends: OwnedTasks
     async_runner: AsyncSendRunner
     batching: BatchSends | None  # None: options.batching is off
 
@@ -140,7 +140,7 @@ async def start_running(
     planner = Planner(options, clock, parts.rng)
     tg = anyio.create_task_group()
     await tg.__aenter__()
-    async_sends = AsyncSends(tg, loop=runtime.asyncio_loop)
+    async_sends = OwnedTasks(tg, loop=runtime.asyncio_loop)
     runner = AsyncSendRunner(sender=sender, planner=planner, spawn=async_sends.spawn)
     maintenance.start(tg)
     batching = _batching(parts, sender, planner, clock, async_sends, runner, runtime)
@@ -182,7 +182,7 @@ def _batching(
     sender: Sender,
     planner: Planner,
     clock: Clock,
-    async_sends: AsyncSends,
+    async_sends: OwnedTasks,
     runner: AsyncSendRunner,
     runtime: Runtime,
 ) -> BatchSends | None:
