@@ -24,6 +24,7 @@ from producer._remoting.requests import SendRequestFactory
 from producer._send.async_runner import AsyncSendRunner
 from producer._send.attempt import AnswerObserver
 from producer._send.backpressure import InFlightLimiter
+from producer._send.batch_sends import BatchSends
 from producer._send.hooks import HookRunner
 from producer._send.job import SendJob
 from producer._send.options import Planner, ProducerOptions
@@ -34,7 +35,6 @@ from producer._send.sender import Sender
 from producer._send.telemetry import Telemetry
 from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
-from producer._send.transparent_batching import BatchSends
 from producer._transport import ConnectionPool, Connector, Runtime
 from producer._types.send_result import SendResult
 
