@@ -31,9 +31,10 @@ from producer._send.async_runner import AsyncSendRunner
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture, closed_error
 from producer._send.job import SendJob
-from producer._send.options import Planner, ProducerOptions
+from producer._send.options import ProducerOptions
 from producer._send.owned_tasks import Spawn
 from producer._send.plan import Finish, Retry
+from producer._send.planner import Planner
 from producer._send.send import Ending, Send
 from producer._send.sender import Sender
 from producer._types.message import Message, MessageQueue

@@ -27,9 +27,10 @@ from producer._send.backpressure import InFlightLimiter
 from producer._send.batch_sends import BatchSends
 from producer._send.hooks import HookRunner
 from producer._send.job import SendJob
-from producer._send.options import Planner, ProducerOptions
+from producer._send.options import ProducerOptions
 from producer._send.owned_tasks import OwnedTasks
 from producer._send.plan import SendMode
+from producer._send.planner import Planner
 from producer._send.send import answer
 from producer._send.sender import Sender
 from producer._send.telemetry import Telemetry
