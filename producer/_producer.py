@@ -24,9 +24,9 @@ from producer._remoting.acl import signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.command import RemotingCommand
 from producer._remoting.namespace import wrap
+from producer._remoting.producer_requests import PreparedMessage
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.request_table import RequestHandler, not_supported
-from producer._remoting.requests import PreparedMessage
 from producer._request_reply import RequestReply
 from producer._send.attempt import Outcome
 from producer._send.future import OnException, OnSuccess, SendFuture, closed_error

@@ -13,7 +13,7 @@ import msgspec
 
 from producer._client.clock import Clock
 from producer._remoting.command import RemotingCommand
-from producer._remoting.requests import PreparedMessage
+from producer._remoting.producer_requests import PreparedMessage
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._reply.replier import Replier
 from producer._reply.requester import Requester

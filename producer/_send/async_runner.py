@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from producer._remoting.requests import PreparedMessage
+from producer._remoting.producer_requests import PreparedMessage
 from producer._send.future import SendFuture, closed_error
 from producer._send.job import SendJob
 from producer._send.owned_tasks import Spawn

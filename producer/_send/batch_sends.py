@@ -23,7 +23,7 @@ import msgspec
 
 from producer._client.clock import Clock
 from producer._remoting.message_codec import COMPRESSED_FLAG
-from producer._remoting.requests import PreparedMessage, SendRequestFactory
+from producer._remoting.producer_requests import PreparedMessage, SendRequestFactory
 from producer._remoting.retry_topics import SYSTEM_PREFIXES
 from producer._response_codes import ResponseCode
 from producer._send.accumulator import Accumulator, GroupKey, Member

@@ -18,7 +18,7 @@ from producer._client.keywords import Keyword, dataclass_keywords
 from producer._remoting.codecs import Codec
 from producer._remoting.message_codec import DEFAULT_COMPRESS_LEVEL, DEFAULT_COMPRESS_THRESHOLD
 from producer._remoting.namespace import check_namespace
-from producer._remoting.requests import SendRequestFactory
+from producer._remoting.producer_requests import SendRequestFactory
 from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMER_MAX_DELAY_MS
 from producer._send.backpressure import InFlightLimiter
 from producer._types.retry_policy import RetryPolicy

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from producer._client.routes import TopicRoute
 from producer._remoting.command import OutgoingRequest, RemotingCommand
-from producer._remoting.requests import PreparedMessage
+from producer._remoting.producer_requests import PreparedMessage
 from producer._remoting.transaction import half_message
 from producer._send.job import SendJob
 from producer._send.plan import SendMode

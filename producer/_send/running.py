@@ -20,7 +20,7 @@ from producer._client.routes import RouteTable
 from producer._client.upkeep import Maintenance
 from producer._lifecycle import exit_noting_cancel
 from producer._remoting.acl import RequestSigner
-from producer._remoting.requests import SendRequestFactory
+from producer._remoting.producer_requests import SendRequestFactory
 from producer._send.async_runner import AsyncSendRunner
 from producer._send.attempt import AnswerObserver
 from producer._send.backpressure import InFlightLimiter

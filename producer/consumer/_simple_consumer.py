@@ -42,8 +42,8 @@ from producer._remoting.pop_requests import (
     pop_request,
     topic_config_request,
 )
+from producer._remoting.producer_requests import max_offset_request
 from producer._remoting.request_codes import POP_BROKER_VERSION, V5_2_0, version_name
-from producer._remoting.requests import max_offset_request
 from producer._remoting.validation import check_group
 from producer._transport import ConnectionPool, current_runtime
 from producer._types.consumer.popped import PoppedMessage, Receipt, ReceiptState

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from producer import Message, SendResult, SendStatus
-from producer._remoting.requests import SendRequestFactory
+from producer._remoting.producer_requests import SendRequestFactory
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture
 from producer._send.job import SendJob
