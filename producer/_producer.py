@@ -183,7 +183,7 @@ class Producer(AsyncLifecycle):
             prepare=self._prepared,
         )
         if self._trace is not None:
-            await self._trace.start(self._running.maintenance, self._uniq_keys)
+            await self._trace.start(self._running.upkeep, self._uniq_keys)
 
     def _reply_ends(self) -> RequestReply:
         """The request-reply ends, if running on this loop; else why not."""

@@ -48,7 +48,7 @@ class RequestReply:
         open_running: OpenRunning,
         prepare: Prepare,
     ) -> None:
-        client, routes = running.maintenance.client, running.maintenance.routes
+        client, routes = running.upkeep.client, running.upkeep.routes
         self.requester = Requester(
             group=group,
             client_id=client_id,

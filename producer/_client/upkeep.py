@@ -34,7 +34,7 @@ HOUSEKEEPING_TIMEOUT_MS = 3000.0
 FIRST_HEARTBEAT_DELAY_MS = 1000.0  # the Java client's first scheduled heartbeat
 
 
-class Maintenance:
+class Upkeep:
     def __init__(
         self,
         *,

@@ -17,7 +17,7 @@ from latency_fault import Router
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
-from producer._client.upkeep import Maintenance
+from producer._client.upkeep import Upkeep
 from producer._lifecycle import exit_noting_cancel
 from producer._remoting.acl import RequestSigner
 from producer._remoting.producer_requests import SendRequestFactory
@@ -69,7 +69,7 @@ class Running:
     sender: Sender
     planner: Planner
     timer: TimerGate
-    maintenance: Maintenance
+    upkeep: Upkeep
     async_sends: OwnedTasks
     async_runner: AsyncSendRunner
     batching: BatchSends | None  # None: options.batching is off
@@ -104,7 +104,7 @@ class Running:
         if self.batching is not None:
             self.batching.fail_pending()
         with anyio.move_on_after(close_timeout_ms / 1000.0, shield=True):
-            await self.maintenance.unregister_all()
+            await self.upkeep.unregister_all()
         # Not wrapped in a scope of ours: the pool exits the connector's task group, which
         # was entered before any scope opened here (trio insists on that order).
         return await exit_noting_cancel(self.pool) or cancelled
@@ -137,13 +137,13 @@ async def start_running(
         answered=parts.answered,
     )
     timer = TimerGate(routes, client, clock, options.timer_max_delay_ms)
-    maintenance = _maintenance(parts, routes, client, clock)
+    upkeep = _upkeep(parts, routes, client, clock)
     planner = Planner(options, clock, parts.rng)
     tg = anyio.create_task_group()
     await tg.__aenter__()
     async_sends = OwnedTasks(tg, loop=runtime.asyncio_loop)
     runner = AsyncSendRunner(sender=sender, planner=planner, spawn=async_sends.spawn)
-    maintenance.start(tg)
+    upkeep.start(tg)
     batching = _batching(parts, sender, planner, clock, async_sends, runner, runtime)
     if batching is not None and batching.accumulator.needs_task:  # trio; asyncio: callbacks
         tg.start_soon(batching.accumulator.run)
@@ -154,18 +154,16 @@ async def start_running(
         sender,
         planner,
         timer,
-        maintenance,
+        upkeep,
         async_sends,
         runner,
         batching,
     )
 
 
-def _maintenance(
-    parts: Parts, routes: RouteTable, client: RemotingClient, clock: Clock
-) -> Maintenance:
+def _upkeep(parts: Parts, routes: RouteTable, client: RemotingClient, clock: Clock) -> Upkeep:
     options = parts.options
-    return Maintenance(
+    return Upkeep(
         group=parts.group,
         client_id=parts.client_id,
         routes=routes,
