@@ -24,7 +24,7 @@ from itertools import cycle
 
 from benchmarks._meter import Counter
 from benchmarks._raw_protocol import RawClientProtocol, stop_all
-from producer._remoting.requests import SendRequestFactory, build_send_request
+from producer._remoting.producer_requests import SendRequestFactory, build_send_request
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._transport import parse_address
 from producer._types.message import Message, MessageQueue

@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmarks._common import CpuMeter
 from benchmarks._puller import Puller
-from producer._remoting.requests import parse_route_response, route_request
+from producer._remoting.producer_requests import parse_route_response, route_request
 from producer._remoting.route import master_addresses
 from producer._transport import AsyncioConnector
 from producer._types.message import MessageQueue

@@ -34,7 +34,7 @@ from benchmarks._raw_protocol import RawClientProtocol, stop_all
 from benchmarks.throughput import fetch_targets
 from latency_fault import choose_queue
 from producer import Message, Producer, SendResult
-from producer._remoting.requests import build_send_request
+from producer._remoting.producer_requests import build_send_request
 from producer._remoting.send_header import parse_send_response
 from producer._transport import parse_address
 

@@ -33,7 +33,7 @@ from benchmarks._cluster import ClusterProcess
 from benchmarks._loads import AwaitLoad, BatchLoad, PipelineLoad
 from benchmarks._meter import measure
 from producer import Message, Producer
-from producer._remoting.requests import parse_route_response, route_request
+from producer._remoting.producer_requests import parse_route_response, route_request
 from producer._remoting.route import build_publish_queues, master_addresses
 from producer._transport import AsyncioConnector
 

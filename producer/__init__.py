@@ -4,15 +4,15 @@ The public surface is re-exported here; modules whose names start with ``_`` are
 """
 
 from producer._producer import Producer
-from producer._response_codes import SendStatus
 from producer._send.future import SendFuture
-from producer._send.hooks import AttemptContext
-from producer._send.retry_policy import RetryPolicy
 from producer._transactions.producer import TransactionProducer
+from producer._types.attempt_context import AttemptContext
 from producer._types.credentials import Credentials
 from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import Message, MessageQueue
+from producer._types.retry_policy import RetryPolicy
 from producer._types.send_result import SendResult
+from producer._types.send_status import SendStatus
 from producer._types.transaction_result import TransactionResult
 from producer._types.transaction_state import TransactionState
 from producer.errors import AttemptOutcome, AttemptRecord, Fate, ProducerError

@@ -24,9 +24,9 @@ from producer._remoting.acl import signer_for
 from producer._remoting.codecs import DEFAULT_CODECS
 from producer._remoting.command import RemotingCommand
 from producer._remoting.namespace import wrap
+from producer._remoting.producer_requests import PreparedMessage
 from producer._remoting.request_codes import RequestCode
 from producer._remoting.request_table import RequestHandler, not_supported
-from producer._remoting.requests import PreparedMessage
 from producer._request_reply import RequestReply
 from producer._send.attempt import Outcome
 from producer._send.future import OnException, OnSuccess, SendFuture, closed_error
@@ -36,7 +36,6 @@ from producer._send.options import DEFAULT_OPTIONS as _D
 from producer._send.options import CompressType, ProducerOptions, Routing
 from producer._send.plan import Finish, SendMode
 from producer._send.port import ProducerPort
-from producer._send.retry_policy import RetryPolicy
 from producer._send.running import Parts, Running, start_running
 from producer._send.send import answer
 from producer._send.telemetry import Telemetry
@@ -49,6 +48,7 @@ from producer._types.credentials import Credentials
 from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import Message
 from producer._types.reply import Reply
+from producer._types.retry_policy import RetryPolicy
 from producer._types.send_result import SendResult
 from producer.errors import (
     LocalProtocolError,
@@ -183,7 +183,7 @@ class Producer(AsyncLifecycle):
             prepare=self._prepared,
         )
         if self._trace is not None:
-            await self._trace.start(self._running.maintenance, self._uniq_keys)
+            await self._trace.start(self._running.upkeep, self._uniq_keys)
 
     def _reply_ends(self) -> RequestReply:
         """The request-reply ends, if running on this loop; else why not."""

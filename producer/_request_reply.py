@@ -13,7 +13,7 @@ import msgspec
 
 from producer._client.clock import Clock
 from producer._remoting.command import RemotingCommand
-from producer._remoting.requests import PreparedMessage
+from producer._remoting.producer_requests import PreparedMessage
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._reply.replier import Replier
 from producer._reply.requester import Requester
@@ -48,7 +48,7 @@ class RequestReply:
         open_running: OpenRunning,
         prepare: Prepare,
     ) -> None:
-        client, routes = running.maintenance.client, running.maintenance.routes
+        client, routes = running.upkeep.client, running.upkeep.routes
         self.requester = Requester(
             group=group,
             client_id=client_id,

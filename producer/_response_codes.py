@@ -12,31 +12,12 @@ from __future__ import annotations
 
 import enum
 
-
-class SendStatus(enum.Enum):
-    """The broker's verdict on a stored message (response codes 0, 10, 12, 11)."""
-
-    SEND_OK = "SEND_OK"
-    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
-    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
-    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
-
-    @property
-    def is_ok(self) -> bool:
-        """Whether the message was stored and flushed as the broker was asked (``SEND_OK``);
-        the other statuses stored it too, with a flush or replica that did not finish."""
-        return self is SendStatus.SEND_OK
-
-    @property
-    def response_code(self) -> ResponseCode:
-        """The broker response code this status stands for (``SEND_OK`` is ``SUCCESS``)."""
-        return _CODE_BY_STATUS[self]
-
-
-_OK = SendStatus.SEND_OK
-_FDT = SendStatus.FLUSH_DISK_TIMEOUT
-_FST = SendStatus.FLUSH_SLAVE_TIMEOUT
-_SNA = SendStatus.SLAVE_NOT_AVAILABLE
+# The value of the ``SendStatus`` (``producer._types.send_status``) a storing code maps
+# to: that type sits above this table, which imports nothing.
+_OK = "SEND_OK"
+_FDT = "FLUSH_DISK_TIMEOUT"
+_FST = "FLUSH_SLAVE_TIMEOUT"
+_SNA = "SLAVE_NOT_AVAILABLE"
 _49 = 0b001  # in DefaultMQProducer.retryResponseCodes of 4.9
 _53 = 0b010  # ... of 5.3
 _SLOW = 0b100  # throttling: retrying at once only adds load
@@ -52,12 +33,12 @@ class ResponseCode(enum.IntEnum):
     ``DefaultMQProducer.retryResponseCodes`` retries none of them.
     """
 
-    send_status: SendStatus | None
+    send_status: str | None  # the value of the SendStatus it maps to
     retried_by_java_4_9: bool
     retried_by_java_5_3: bool
     throttles: bool
 
-    def __new__(cls, code: int, status: SendStatus | None = None, traits: int = 0) -> ResponseCode:
+    def __new__(cls, code: int, status: str | None = None, traits: int = 0) -> ResponseCode:
         member = int.__new__(cls, code)
         member._value_ = code
         member.send_status = status
@@ -114,7 +95,6 @@ class ResponseCode(enum.IntEnum):
     POLICY_NOT_EXIST = 3002
 
 
-_CODE_BY_STATUS = {c.send_status: c for c in ResponseCode if c.send_status is not None}
 _BY_VALUE: dict[int, ResponseCode] = {c.value: c for c in ResponseCode}
 
 #: DefaultMQProducer.retryResponseCodes of the 4.9 and 5.3 Java clients.
@@ -130,14 +110,3 @@ def response_code_name(code: int) -> str:
     """Java's name for a response code, or ``"UNKNOWN"``."""
     known = _BY_VALUE.get(code)
     return "UNKNOWN" if known is None else known.name
-
-
-#: The status each non-error response code maps to (a send's answer reads it: one lookup).
-SEND_STATUS_BY_CODE: dict[int, SendStatus] = {
-    c.value: c.send_status for c in ResponseCode if c.send_status is not None
-}
-
-
-def send_status_for_code(code: int) -> SendStatus | None:
-    """The status a response code maps to, or ``None`` when the code is an error."""
-    return SEND_STATUS_BY_CODE.get(code)

@@ -33,7 +33,6 @@ import anyio
 from producer._client.keywords import same_parameters
 from producer._lifecycle import AsyncLifecycle
 from producer._producer import Producer as AsyncProducer
-from producer._response_codes import SendStatus
 from producer._send.future import OnException, OnSuccess
 from producer._transactions.options import TransactionOptions
 from producer._transactions.producer import TransactionProducer as AsyncTransactionProducer
@@ -42,6 +41,7 @@ from producer._types.consumer.received import ReceivedMessage
 from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
+from producer._types.send_status import SendStatus
 from producer._types.transaction_result import TransactionResult
 from producer._types.transaction_state import TransactionState
 from producer.consumer import PullConsumer as AsyncPullConsumer

@@ -2,7 +2,8 @@
 every request leaves through one door.
 
 Layers, lowest first: ``_response_codes`` (the response-code table, importing nothing)
-<- ``errors`` <- ``_types`` (the public value types) <- ``_remoting`` <-
+<- ``_types.attempt_record`` and ``_types.fate`` (what every error carries, importing no
+SDK module) <- ``errors`` <- ``_types`` (the public value types) <- ``_remoting`` <-
 ``_types.consumer`` (the consumer side's value types: a received message decodes on first
 read with the core's functions) <- ``_transport`` <- ``_client`` <-
 ``_send`` <- the facade (``producer``, ``producer.blocking``) <- ``cli`` and ``spark``,
@@ -29,7 +30,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "producer"
 
 # The SDK modules each layer may import (prefix match on the dotted name).
-CORE = ("producer._response_codes", "producer.errors", "producer._types", "producer._remoting")
+# What every error carries: value types below the error tree (each its own layer).
+CARRIED = ("producer._types.attempt_record", "producer._types.fate")
+CORE = (
+    "producer._response_codes",
+    *CARRIED,
+    "producer.errors",
+    "producer._types",
+    "producer._remoting",
+)
 CONSUMED = "producer._types.consumer"  # above the core: a prefix grants no layer nested in it
 LIFECYCLE = "producer._lifecycle"
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -37,9 +46,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # the wrong-state errors, made in one place, and the states' value type
     LIFECYCLE: ("producer.errors", "producer._types.lifecycle_state"),
     "producer._remoting": CORE,  # given Java's string hash as a parameter
-    "producer.errors": ("producer._response_codes", "producer.errors"),
+    **dict.fromkeys(CARRIED, ()),
+    "producer.errors": ("producer._response_codes", *CARRIED, "producer.errors"),
     # The public value types: below the core that encodes them, above the errors they carry.
-    "producer._types": ("producer._response_codes", "producer.errors", "producer._types"),
+    "producer._types": ("producer._response_codes", *CARRIED, "producer.errors", "producer._types"),
     CONSUMED: (*CORE, CONSUMED),
     "producer._transport": (*CORE, LIFECYCLE, "producer._transport"),
     "producer._client": (
@@ -124,7 +134,6 @@ PURE_FILES = [
     *sorted((SDK / "_types").rglob("*.py")),
     *sorted((SDK / "_remoting").glob("*.py")),
     SDK / "_send" / "plan.py",
-    SDK / "_send" / "retry_policy.py",
     *sorted((SDK / "_consume").glob("*.py")),
     *sorted((ROOT / "latency_fault").glob("*.py")),
 ]

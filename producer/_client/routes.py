@@ -18,7 +18,7 @@ import anyio
 from latency_fault import PublishSnapshot
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
-from producer._remoting.requests import parse_route_response, route_request
+from producer._remoting.producer_requests import parse_route_response, route_request
 from producer._remoting.route import (
     TopicRouteData,
     build_publish_queues,

@@ -17,7 +17,7 @@ from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._remoting.command import RemotingCommand
-from producer._remoting.requests import (
+from producer._remoting.producer_requests import (
     CLIENT_INNER_PRODUCER_GROUP,
     heartbeat_request,
     max_offset_request,
@@ -34,7 +34,7 @@ HOUSEKEEPING_TIMEOUT_MS = 3000.0
 FIRST_HEARTBEAT_DELAY_MS = 1000.0  # the Java client's first scheduled heartbeat
 
 
-class Maintenance:
+class Upkeep:
     def __init__(
         self,
         *,

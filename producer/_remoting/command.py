@@ -159,7 +159,7 @@ class OpaqueAllocator:
 
 class OutgoingRequest(Protocol):
     """What a connection writes: a :class:`RemotingCommand`, or a send request whose header
-    is mostly pre-encoded (:class:`producer._remoting.send_request.SendRequest`)."""
+    is mostly pre-encoded (:class:`producer._remoting.preencoded_send.SendRequest`)."""
 
     opaque: int
     flag: int

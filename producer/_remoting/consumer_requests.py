@@ -15,8 +15,8 @@ import msgspec
 
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_encoder import json_dumps
+from producer._remoting.producer_requests import CLIENT_INNER_PRODUCER_GROUP
 from producer._remoting.request_codes import RequestCode
-from producer._remoting.requests import CLIENT_INNER_PRODUCER_GROUP
 from producer._remoting.send_header import bool_str, int_str, parse_int
 from producer._remoting.store_record import StoreRecord, decode_records, encode_record
 from producer._remoting.subscription import Subscription

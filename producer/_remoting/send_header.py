@@ -21,7 +21,7 @@ import msgspec
 
 from producer._remoting.command import RemotingCommand
 from producer._remoting.request_codes import RequestCode
-from producer._response_codes import SEND_STATUS_BY_CODE, SendStatus
+from producer._types.send_status import SEND_STATUS_BY_CODE, SendStatus
 from producer.errors import BrokerError, RemoteProtocolError
 
 DEFAULT_TOPIC = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message_codec import TRANSACTION_PREPARED_TYPE, parse_offset_msg_id
+from producer._remoting.producer_requests import PreparedMessage
 from producer._remoting.properties import (
     NAME_VALUE_SEPARATOR,
     PRODUCER_GROUP,
@@ -26,7 +27,6 @@ from producer._remoting.properties import (
     UNIQ_KEY,
 )
 from producer._remoting.request_codes import RequestCode
-from producer._remoting.requests import PreparedMessage
 from producer._remoting.store_record import StoreRecord, decode_records
 from producer._types.transaction_state import TransactionState
 from producer.errors import LocalProtocolError, RemoteProtocolError

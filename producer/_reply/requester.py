@@ -37,6 +37,7 @@ from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._remoting.command import RemotingCommand
+from producer._remoting.producer_requests import heartbeat_request
 from producer._remoting.properties import UNIQ_KEY
 from producer._remoting.reply import (
     PendingRequests,
@@ -45,7 +46,6 @@ from producer._remoting.reply import (
     reply_topic,
     request_properties,
 )
-from producer._remoting.requests import heartbeat_request
 from producer._remoting.route import TopicRouteData, master_addresses
 from producer._remoting.send_header import DEFAULT_TOPIC
 from producer._response_codes import ResponseCode

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 import anyio
 import msgspec
 
-from producer._remoting.requests import PreparedMessage
+from producer._remoting.producer_requests import PreparedMessage
 from producer._send.future import SendFuture
 from producer._send.plan import SendMode
 from producer._send.send import Send

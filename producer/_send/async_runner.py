@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import functools
 
-from producer._remoting.requests import PreparedMessage
+from producer._remoting.producer_requests import PreparedMessage
 from producer._send.future import SendFuture, closed_error
 from producer._send.job import SendJob
-from producer._send.options import Planner
+from producer._send.owned_tasks import Spawn
 from producer._send.plan import Finish, Retry, SendMode
+from producer._send.planner import Planner
 from producer._send.send import Send, SendState
-from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender
 from producer._send.timed import TimerGate
 from producer._types.message import Message

@@ -27,7 +27,7 @@ from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._remoting.command import RemotingCommand
-from producer._remoting.requests import build_send_request
+from producer._remoting.producer_requests import build_send_request
 from producer._remoting.send_header import parse_send_response
 from producer._send.job import SendJob
 from producer._send.plan import Dispatch, Finish, Retry, SendMode

@@ -10,29 +10,14 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from producer._types.attempt_context import AttemptContext
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
 from producer.errors import ProducerError
 
 log = logging.getLogger("producer")
-
-
-@dataclass(slots=True)
-class AttemptContext:
-    """What a hook sees of one attempt. ``result``/``error``/``latency_ms`` are set after."""
-
-    group: str
-    message: Message
-    queue: MessageQueue
-    broker_addr: str
-    attempt: int
-    msg_id: str
-    result: SendResult | None = None
-    error: ProducerError | None = None
-    latency_ms: float | None = None
 
 
 class HookRunner:

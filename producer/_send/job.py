@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from producer._remoting.requests import PreparedMessage
+from producer._remoting.producer_requests import PreparedMessage
 from producer._types.message import Message, MessageQueue
 from producer.errors import ProducerError
 

@@ -4,29 +4,25 @@ Each option's name, type, default and validation are written here and nowhere el
 :class:`producer.Producer`'s keyword arguments take their defaults from
 :data:`DEFAULT_OPTIONS` and are checked against these fields when it is defined
 (``producer._client.keywords.takes_options``). Every duration carries its unit.
-:class:`Planner` makes each send's plan from them.
+:class:`~producer._send.planner.Planner` makes each send's plan from them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from latency_fault import ROUTER_NAMES
-from producer._client.clock import Clock
 from producer._client.keywords import Keyword, dataclass_keywords
 from producer._remoting.codecs import Codec
 from producer._remoting.message_codec import DEFAULT_COMPRESS_LEVEL, DEFAULT_COMPRESS_THRESHOLD
 from producer._remoting.namespace import check_namespace
-from producer._remoting.requests import SendRequestFactory
+from producer._remoting.producer_requests import SendRequestFactory
 from producer._remoting.validation import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMER_MAX_DELAY_MS
 from producer._send.backpressure import InFlightLimiter
-from producer._send.plan import SendMode, SendPlan, max_attempts
-from producer._send.retry_policy import RetryPolicy
-from producer.errors import InvalidOptionError, LocalProtocolError
+from producer._types.retry_policy import RetryPolicy
+from producer.errors import InvalidOptionError
 
 Routing = Literal["off", "classic_4_9", "classic_5", "adaptive"]
 DEFAULT_ROUTING: Routing = "adaptive"
@@ -169,64 +165,3 @@ class ProducerOptions:
 
 
 DEFAULT_OPTIONS = ProducerOptions()
-
-
-class Planner:
-    """One per producer: the settings every plan shares, read once."""
-
-    __slots__ = ("_attempts", "_clock", "_options", "_rng")
-
-    def __init__(self, options: ProducerOptions, clock: Clock, rng: random.Random) -> None:
-        self._options = options
-        self._clock = clock
-        self._rng = rng
-        # max_attempts per (mode, keyed), worked out once: every plan reads it.
-        self._attempts = {
-            (mode, keyed): max_attempts(
-                mode,
-                keyed=keyed,
-                sync_retries=options.retry_times_when_send_failed,
-                async_retries=options.retry_times_when_send_async_failed,
-            )
-            for mode in SendMode
-            for keyed in (False, True)
-        }
-
-    def budget_ms(self, timeout_ms: float | None) -> float:
-        """The call's budget: its own ``timeout_ms`` or ``send_timeout_ms``."""
-        budget = self._options.send_timeout_ms if timeout_ms is None else timeout_ms
-        if not budget > 0:
-            raise LocalProtocolError(f"timeout_ms must be positive, got {timeout_ms!r}")
-        return budget
-
-    def plan(
-        self,
-        mode: SendMode,
-        budget_ms: float,
-        *,
-        keyed: bool = False,
-        deadline_ms: float | None = None,
-        certain_retries_only: bool = False,
-    ) -> SendPlan:
-        """A fresh plan; its deadline is ``budget_ms`` from now unless given.
-        ``certain_retries_only``: retry only failures that prove nothing was stored."""
-        options = self._options
-        attempts = self._attempts[mode, keyed]
-        if deadline_ms is None:
-            deadline_ms = self._clock.monotonic_ms() + budget_ms
-        return SendPlan(
-            mode=mode,
-            policy=(
-                dataclasses.replace(options.retry_policy, retry_unknown_fate=False)
-                if certain_retries_only
-                else options.retry_policy
-            ),
-            max_attempts=attempts,
-            deadline_ms=deadline_ms,
-            budget_ms=budget_ms,
-            retry_not_store_ok=(
-                options.retry_another_broker_when_not_store_ok and not certain_retries_only
-            ),
-            rng=self._rng,
-            namespace=options.namespace,
-        )

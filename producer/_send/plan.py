@@ -21,10 +21,10 @@ import msgspec
 
 from producer._remoting.namespace import unwrap
 from producer._remoting.send_header import SendResponseHeader
-from producer._response_codes import SendStatus
-from producer._send.retry_policy import RetryPolicy
 from producer._types.message import MessageQueue
+from producer._types.retry_policy import RetryPolicy
 from producer._types.send_result import SendResult
+from producer._types.send_status import SendStatus
 from producer.errors import (
     AttemptOutcome,
     AttemptRecord,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from producer._client.routes import TopicRoute
 from producer._remoting.command import OutgoingRequest, RemotingCommand
-from producer._remoting.requests import PreparedMessage
+from producer._remoting.producer_requests import PreparedMessage
 from producer._remoting.transaction import half_message
 from producer._send.job import SendJob
 from producer._send.plan import SendMode
@@ -58,38 +58,38 @@ class ProducerPort:
 
     async def heartbeat(self, addr: str) -> None:
         """Announce the group to the broker at ``addr`` (a failure is logged, not raised)."""
-        await self._open().maintenance.heartbeat(addr)
+        await self._open().upkeep.heartbeat(addr)
 
     async def invoke(
         self, addr: str, request: OutgoingRequest, timeout_ms: float
     ) -> RemotingCommand:
         """Send ``request`` to ``addr`` and wait for its response within ``timeout_ms``."""
-        return await self._open().maintenance.client.invoke(addr, request, timeout_ms)
+        return await self._open().upkeep.client.invoke(addr, request, timeout_ms)
 
     async def write_oneway(self, addr: str, request: OutgoingRequest, timeout_ms: float) -> None:
         """Hand ``request`` to the socket of ``addr`` within ``timeout_ms``; no answer comes."""
-        await self._open().maintenance.client.invoke_oneway(addr, request, timeout_ms)
+        await self._open().upkeep.client.invoke_oneway(addr, request, timeout_ms)
 
     async def route(self, topic: str, deadline_ms: float) -> TopicRoute:
         """The route of ``topic`` (a wire name), cached or looked up by ``deadline_ms``."""
-        return await self._open().maintenance.routes.get(topic, deadline_ms)
+        return await self._open().upkeep.routes.get(topic, deadline_ms)
 
     def broker_addr(self, broker_name: str) -> str | None:
         """The master address of ``broker_name`` in the known routes, if any."""
-        return self._open().maintenance.routes.broker_addrs().get(broker_name)
+        return self._open().upkeep.routes.broker_addrs().get(broker_name)
 
     def broker_name(self, addr: str) -> str:
         """The name of the broker at ``addr`` in the known routes; ``addr`` itself when none
         is known (or the producer is not running)."""
         try:
-            known = self._open().maintenance.routes.broker_addrs()
+            known = self._open().upkeep.routes.broker_addrs()
         except ProducerError:
             return addr
         return next((name for name, a in known.items() if a == addr), addr)
 
     def monotonic_ms(self) -> float:
         """The producer's monotonic clock, in ms."""
-        return self._open().maintenance.clock.monotonic_ms()
+        return self._open().upkeep.clock.monotonic_ms()
 
     def __repr__(self) -> str:
         return f"ProducerPort({self.group!r})"

@@ -17,24 +17,25 @@ from latency_fault import Router
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
-from producer._client.upkeep import Maintenance
+from producer._client.upkeep import Upkeep
 from producer._lifecycle import exit_noting_cancel
 from producer._remoting.acl import RequestSigner
-from producer._remoting.requests import SendRequestFactory
+from producer._remoting.producer_requests import SendRequestFactory
 from producer._send.async_runner import AsyncSendRunner
 from producer._send.attempt import AnswerObserver
 from producer._send.backpressure import InFlightLimiter
+from producer._send.batch_sends import BatchSends
 from producer._send.hooks import HookRunner
 from producer._send.job import SendJob
-from producer._send.options import Planner, ProducerOptions
+from producer._send.options import ProducerOptions
+from producer._send.owned_tasks import OwnedTasks
 from producer._send.plan import SendMode
+from producer._send.planner import Planner
 from producer._send.send import answer
-from producer._send.send_tasks import AsyncSends
 from producer._send.sender import Sender
 from producer._send.telemetry import Telemetry
 from producer._send.timed import TimerGate
 from producer._send.tracker import SendTracker
-from producer._send.transparent_batching import BatchSends
 from producer._transport import ConnectionPool, Connector, Runtime
 from producer._types.send_result import SendResult
 
@@ -68,8 +69,8 @@ class Running:
     sender: Sender
     planner: Planner
     timer: TimerGate
-    maintenance: Maintenance
-    async_sends: AsyncSends
+    upkeep: Upkeep
+    async_sends: OwnedTasks
     async_runner: AsyncSendRunner
     batching: BatchSends | None  # None: options.batching is off
 
@@ -103,7 +104,7 @@ class Running:
         if self.batching is not None:
             self.batching.fail_pending()
         with anyio.move_on_after(close_timeout_ms / 1000.0, shield=True):
-            await self.maintenance.unregister_all()
+            await self.upkeep.unregister_all()
         # Not wrapped in a scope of ours: the pool exits the connector's task group, which
         # was entered before any scope opened here (trio insists on that order).
         return await exit_noting_cancel(self.pool) or cancelled
@@ -136,13 +137,13 @@ async def start_running(
         answered=parts.answered,
     )
     timer = TimerGate(routes, client, clock, options.timer_max_delay_ms)
-    maintenance = _maintenance(parts, routes, client, clock)
+    upkeep = _upkeep(parts, routes, client, clock)
     planner = Planner(options, clock, parts.rng)
     tg = anyio.create_task_group()
     await tg.__aenter__()
-    async_sends = AsyncSends(tg, loop=runtime.asyncio_loop)
+    async_sends = OwnedTasks(tg, loop=runtime.asyncio_loop)
     runner = AsyncSendRunner(sender=sender, planner=planner, spawn=async_sends.spawn)
-    maintenance.start(tg)
+    upkeep.start(tg)
     batching = _batching(parts, sender, planner, clock, async_sends, runner, runtime)
     if batching is not None and batching.accumulator.needs_task:  # trio; asyncio: callbacks
         tg.start_soon(batching.accumulator.run)
@@ -153,18 +154,16 @@ async def start_running(
         sender,
         planner,
         timer,
-        maintenance,
+        upkeep,
         async_sends,
         runner,
         batching,
     )
 
 
-def _maintenance(
-    parts: Parts, routes: RouteTable, client: RemotingClient, clock: Clock
-) -> Maintenance:
+def _upkeep(parts: Parts, routes: RouteTable, client: RemotingClient, clock: Clock) -> Upkeep:
     options = parts.options
-    return Maintenance(
+    return Upkeep(
         group=parts.group,
         client_id=parts.client_id,
         routes=routes,
@@ -182,7 +181,7 @@ def _batching(
     sender: Sender,
     planner: Planner,
     clock: Clock,
-    async_sends: AsyncSends,
+    async_sends: OwnedTasks,
     runner: AsyncSendRunner,
     runtime: Runtime,
 ) -> BatchSends | None:

@@ -56,12 +56,13 @@ from producer._client.routes import RouteTable, TopicRoute
 from producer._send.attempt import AnswerObserver, Attempt, Attempts
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture, closed_error
-from producer._send.hooks import AttemptContext, HookRunner, attempt_contexts, tell_contexts
+from producer._send.hooks import HookRunner, attempt_contexts, tell_contexts
 from producer._send.job import SendJob
 from producer._send.plan import Backoff, Dispatch, Finish, SendPlan
 from producer._send.send import Ending, Send, SendState
 from producer._send.telemetry import Telemetry
 from producer._send.tracker import SendTracker
+from producer._types.attempt_context import AttemptContext
 from producer._types.message import MessageQueue
 from producer._types.send_result import SendResult
 from producer.errors import ProducerError

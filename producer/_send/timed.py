@@ -15,11 +15,11 @@ from collections.abc import Callable
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
+from producer._remoting.producer_requests import max_offset_request
 from producer._remoting.request_codes import TIMER_BROKER_VERSION, version_name
-from producer._remoting.requests import max_offset_request
 from producer._remoting.validation import check_timer_window
+from producer._send.owned_tasks import Spawn
 from producer._send.send import Send
-from producer._send.send_tasks import Spawn
 from producer._types.message import Message
 from producer.errors import ProducerClosedError, ProducerError, TimedDeliveryUnsupportedError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from producer._client.upkeep import Maintenance
+from producer._client.upkeep import Upkeep
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._trace.dispatcher import TraceDispatcher, trace_group
 from producer._trace.records import PublishTrace, trace_topic
@@ -29,7 +29,7 @@ class PublishTracing:
         self.answered = PublishTrace(self.dispatcher.append, group, wall_ms, namespace)
         self._sender: TraceSender | None = None
 
-    async def start(self, upkeep: Maintenance, uniq_keys: UniqKeyGenerator) -> None:
+    async def start(self, upkeep: Upkeep, uniq_keys: UniqKeyGenerator) -> None:
         """Send on the connections and routes of ``upkeep``'s client from now on, and
         start the dispatcher."""
         self._sender = TraceSender(

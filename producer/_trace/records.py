@@ -17,10 +17,10 @@ from producer._remoting.namespace import unwrap
 from producer._remoting.properties import KEYS, MSG_REGION, TRACE_ON
 from producer._remoting.trace import TRACE_TOPIC, ConsumeReturn, MessageType, TraceRecord
 from producer._remoting.validation import check_send_topic
-from producer._response_codes import SendStatus
 from producer._types.consumer.received import ReceivedMessage
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult
+from producer._types.send_status import SendStatus
 from producer._types.trace_records import PubRecord, SubAfterRecord, SubBeforeRecord
 from producer.errors import InvalidOptionError, MessageValidationError
 

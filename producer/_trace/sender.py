@@ -15,7 +15,7 @@ from producer._client.in_turn import InTurn
 from producer._client.remoting import RemotingClient
 from producer._client.routes import RouteTable
 from producer._remoting.command import OutgoingRequest
-from producer._remoting.requests import SendRequestFactory, build_send_request
+from producer._remoting.producer_requests import SendRequestFactory, build_send_request
 from producer._remoting.send_header import send_status_or_raise
 from producer._remoting.uniq_key import UniqKeyGenerator
 from producer._types.message import Message, MessageQueue

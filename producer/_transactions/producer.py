@@ -32,13 +32,13 @@ from producer._remoting.transaction import (
     EndTransaction,
     end_transaction_request,
 )
-from producer._response_codes import SendStatus
 from producer._transactions.checks import CheckFunction, CheckServer, describe
 from producer._transactions.ledger import HalfCopy, TransactionLedger
 from producer._transactions.options import TransactionOptions
 from producer._types.lifecycle_state import LifecycleState
 from producer._types.message import Message
 from producer._types.send_result import SendResult
+from producer._types.send_status import SendStatus
 from producer._types.transaction_result import TransactionResult
 from producer._types.transaction_state import TransactionState
 from producer.errors import (

@@ -1,9 +1,15 @@
 """The public value types, one module each (as aiokafka's ``structs.py``); the facade
 (``producer``, ``producer.consumer``) re-exports them: import them from there.
 
+At the floor, below even the error tree (they import no SDK module): what every error
+carries, ``AttemptOutcome`` and ``AttemptRecord`` (``attempt_record``) and ``Fate``
+(``fate``); ``producer.errors`` re-exports them.
+
 Below the remoting core that encodes them (they import only the error tree and the
-response-code table): ``Message`` and ``MessageQueue`` (``message``), ``SendResult``
-(``send_result``), ``TransactionState`` (``transaction_state``), ``TransactionResult``
+response-code table): ``Message`` and ``MessageQueue`` (``message``), ``SendStatus``
+(``send_status``, with the code-to-status lookup), ``SendResult`` (``send_result``),
+``RetryPolicy`` (``retry_policy``), ``AttemptContext`` (``attempt_context``),
+``TransactionState`` (``transaction_state``), ``TransactionResult``
 (``transaction_result``), ``Reply`` (``reply``), ``Credentials`` (``credentials``),
 ``LifecycleState`` (``lifecycle_state``) and the trace records (``trace_records``).
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from producer._response_codes import SendStatus
 from producer._types.message import MessageQueue
+from producer._types.send_status import SendStatus
 from producer.errors import AttemptRecord
 
 

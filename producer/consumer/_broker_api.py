@@ -46,6 +46,7 @@ from producer._remoting.consumer_requests import (
 from producer._remoting.delay_levels import DelayLevels
 from producer._remoting.message_codec import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK
 from producer._remoting.namespace import wrap
+from producer._remoting.producer_requests import build_retry_send_request, max_offset_request
 from producer._remoting.properties import (
     DELAY,
     MAX_RECONSUME_TIMES,
@@ -56,7 +57,6 @@ from producer._remoting.properties import (
     encode_properties,
 )
 from producer._remoting.request_codes import RequestCode
-from producer._remoting.requests import build_retry_send_request, max_offset_request
 from producer._remoting.retry_topics import retry_topic
 from producer._remoting.route import (
     build_subscribe_queues,

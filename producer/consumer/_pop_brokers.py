@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 
 from producer._remoting.pop_requests import parse_message_type, topic_config_request
+from producer._remoting.producer_requests import max_offset_request
 from producer._remoting.request_codes import POP_BROKER_VERSION, version_name
-from producer._remoting.requests import max_offset_request
 from producer.consumer._broker_api import HOUSEKEEPING_TIMEOUT_MS, BrokerApi
 from producer.errors import BrokerError, InvalidOptionError, PopUnsupportedError
 

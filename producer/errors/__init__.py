@@ -15,15 +15,14 @@ again as ``Message(..., msg_id=error.msg_id)`` and consumers can de-duplicate th
 from __future__ import annotations
 
 from producer._response_codes import response_code_name
+from producer._types.attempt_record import AttemptOutcome, AttemptRecord
+from producer._types.fate import Fate
 from producer.errors._base import (
-    AttemptOutcome,
-    AttemptRecord,
     BackpressureError,
     CodecUnavailableError,
     ConnectError,
     ConnectionLostError,
     CorruptBodyError,
-    Fate,
     InvalidOptionError,
     LocalProtocolError,
     MessageTypeError,
@@ -119,8 +118,9 @@ __all__ = [
     "response_code_name",
 ]
 
-# Shown as producer.errors.X in tracebacks and reprs, where users import them from.
+# Shown as producer.errors.X in tracebacks and reprs, where users import them from; the
+# value types re-exported here (Fate, AttemptRecord, ...) keep their home, producer._types.
 for _name in __all__:
     _value = globals()[_name]
-    if isinstance(_value, type):
+    if isinstance(_value, type) and issubclass(_value, BaseException):
         _value.__module__ = __name__

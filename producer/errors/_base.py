@@ -1,54 +1,15 @@
-"""The root of the error tree, what an error carries, and every error that is not a
-broker's answer (those are in :mod:`producer.errors._broker`). Public through
-:mod:`producer.errors`."""
+"""The root of the error tree and every error that is not a broker's answer (those are
+in :mod:`producer.errors._broker`); what an error carries, its attempts and its fate, are
+value types in :mod:`producer._types`. Public through :mod:`producer.errors`."""
 
 from __future__ import annotations
 
 import difflib
-import enum
 from collections.abc import Iterable, Sequence
 from typing import ClassVar, TypeVar
 
-import msgspec
-
-
-# -- what an error carries -------------------------------------------------------------
-class AttemptOutcome(enum.Enum):
-    """How one attempt ended, as far as the client could tell."""
-
-    OK = "ok"
-    NOT_STORED_OK = "not_store_ok"  # FLUSH_DISK_TIMEOUT / FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
-    BROKER_ERROR = "broker_error"
-    CONNECT_ERROR = "connect_error"
-    CONNECTION_LOST = "connection_lost"
-    TIMEOUT = "timeout"
-    PROTOCOL_ERROR = "protocol_error"
-    CANCELLED = "cancelled"
-
-
-class AttemptRecord(msgspec.Struct, frozen=True):
-    """One attempt of one send: where it went and what came back."""
-
-    broker_name: str
-    queue_id: int
-    outcome: AttemptOutcome
-    code: int | None
-    latency_ms: float
-
-    def __str__(self) -> str:
-        code = "" if self.code is None else f" code={self.code}"
-        return (
-            f"{self.broker_name}/q{self.queue_id}: {self.outcome.value}{code} "
-            f"in {self.latency_ms:.1f} ms"
-        )
-
-
-class Fate(enum.Enum):
-    """What the client knows about whether a failed message was stored."""
-
-    NOT_STORED = "not_stored"
-    UNKNOWN = "unknown"
-
+from producer._types.attempt_record import AttemptRecord
+from producer._types.fate import Fate
 
 _E = TypeVar("_E", bound="ProducerError")
 

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from producer.errors._base import (
-    Fate,
-    LocalProtocolError,
-    NoRouteError,
-    ProducerError,
-    RequestTimeout,
-)
+from producer._types.fate import Fate
+from producer.errors._base import LocalProtocolError, NoRouteError, ProducerError, RequestTimeout
 
 
 class ReplyTimeout(RequestTimeout):

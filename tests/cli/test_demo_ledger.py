@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from producer import Message, MessageQueue, SendResult, SendStatus
-from producer._send.hooks import AttemptContext
+from producer._types.attempt_context import AttemptContext
 from producer.cli.demo_ledger import LedgerVerdict, MsgIdLedger, judge
 from producer.errors import BrokerError, Fate, NoRouteError, RequestTimeout
 

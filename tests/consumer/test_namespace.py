@@ -14,7 +14,7 @@ import pytest
 from producer import Message, Producer
 from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.namespace import MAX_NAMESPACE_LENGTH, check_namespace, unwrap, wrap
-from producer._remoting.requests import SendRequestFactory
+from producer._remoting.producer_requests import SendRequestFactory
 from producer.consumer import (
     ConsumeStatus,
     MessageQueue,

@@ -8,7 +8,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from producer._send.send_tasks import AsyncSends
+from producer._send.owned_tasks import OwnedTasks
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ async def test_a_spawn_after_close_never_runs_and_says_so(anyio_backend: str) ->
 
     async with anyio.create_task_group() as tg:
         loop = asyncio.get_running_loop() if anyio_backend == "asyncio" else None
-        spawner = AsyncSends(tg, loop=loop)
+        spawner = OwnedTasks(tg, loop=loop)
         spawner.spawn(send, "before", if_never_ran=lambda: never_ran.append("before"))
         await anyio.lowlevel.checkpoint()  # it starts
         await spawner.cancel_all()

@@ -8,7 +8,7 @@ import pytest
 from producer._client.clock import Clock
 from producer._client.remoting import RemotingClient
 from producer._remoting.command import OutgoingRequest
-from producer._remoting.requests import (
+from producer._remoting.producer_requests import (
     SendRequestFactory,
     build_send_request,
     heartbeat_request,

@@ -14,15 +14,15 @@ import anyio
 import pytest
 
 from producer import Message, SendResult, SendStatus
-from producer._remoting.requests import SendRequestFactory
+from producer._remoting.producer_requests import SendRequestFactory
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture
 from producer._send.job import SendJob
 from producer._send.plan import SendMode, SendPlan
-from producer._send.retry_policy import RetryPolicy
 from producer._send.send import Send, SendState, answer
 from producer._send.tracker import SendTracker
 from producer._types.message import MessageQueue
+from producer._types.retry_policy import RetryPolicy
 from producer.errors import (
     BrokerError,
     LocalProtocolError,

@@ -17,7 +17,7 @@ from producer._send.plan import (
     SendPlan,
     max_attempts,
 )
-from producer._send.retry_policy import RetryPolicy
+from producer._types.retry_policy import RetryPolicy
 from producer.errors import (
     AttemptOutcome,
     BrokerError,

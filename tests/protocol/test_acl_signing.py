@@ -12,8 +12,8 @@ import pytest
 from producer import Credentials
 from producer._remoting.acl import RequestSigner, signature, signing_content
 from producer._remoting.command import RemotingCommand
+from producer._remoting.producer_requests import SendRequestFactory, build_send_request
 from producer._remoting.request_codes import RequestCode
-from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._types.message import Message, MessageQueue
 from producer.errors import InvalidOptionError
 from producer.testing._acl import AccessControl, Account

@@ -8,7 +8,8 @@ import pytest
 
 import producer.errors as errors
 from producer import RetryPolicy, SendStatus
-from producer._response_codes import ResponseCode, response_code_name, send_status_for_code
+from producer._response_codes import ResponseCode, response_code_name
+from producer._types.send_status import send_status_for_code
 
 BROKER_ERROR_CLASSES = [
     cls

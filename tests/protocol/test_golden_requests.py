@@ -27,16 +27,16 @@ from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.message_codec import decode_batch, decompress_body
-from producer._remoting.properties import KEYS, TAGS, UNIQ_KEY, WAIT, decode_properties
-from producer._remoting.request_codes import LanguageCode
-from producer._remoting.requests import (
+from producer._remoting.preencoded_send import SendRequest
+from producer._remoting.producer_requests import (
     SendRequestFactory,
     build_send_request,
     heartbeat_request,
     route_request,
     unregister_client_request,
 )
-from producer._remoting.send_request import SendRequest
+from producer._remoting.properties import KEYS, TAGS, UNIQ_KEY, WAIT, decode_properties
+from producer._remoting.request_codes import LanguageCode
 from producer._types.message import Message, MessageQueue
 from producer.errors import MessageValidationError
 

@@ -11,9 +11,7 @@ from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.frame_encoder import encode_frame
 from producer._remoting.message_codec import decode_batch, decompress_body
-from producer._remoting.properties import decode_properties
-from producer._remoting.request_codes import FLAG_ONEWAY, RequestCode, SerializeType
-from producer._remoting.requests import (
+from producer._remoting.producer_requests import (
     SendRequestFactory,
     build_retry_send_request,
     build_send_request,
@@ -25,6 +23,8 @@ from producer._remoting.requests import (
     route_request,
     unregister_client_request,
 )
+from producer._remoting.properties import decode_properties
+from producer._remoting.request_codes import FLAG_ONEWAY, RequestCode, SerializeType
 from producer._remoting.send_header import SendMessageRequestHeader, parse_send_request_header
 from producer._types.message import Message, MessageQueue
 from producer.errors import (

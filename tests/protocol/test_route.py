@@ -10,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from producer._remoting.frame_decoder import decode_frame
-from producer._remoting.requests import parse_route_response
+from producer._remoting.producer_requests import parse_route_response
 from producer._remoting.route import (
     BrokerData,
     QueueData,

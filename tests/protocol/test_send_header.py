@@ -17,7 +17,7 @@ from producer._remoting.send_header import (
     parse_send_response,
     send_status_or_raise,
 )
-from producer._response_codes import SendStatus
+from producer._types.send_status import SendStatus
 from producer.errors import (
     BrokerError,
     MessageIllegalError,

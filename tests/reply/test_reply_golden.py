@@ -16,9 +16,13 @@ from producer import Message
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_frame, decode_payload
 from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.producer_requests import (
+    SendRequestFactory,
+    build_send_request,
+    heartbeat_request,
+)
 from producer._remoting.reply import create_reply, reply_send_command, request_properties
 from producer._remoting.request_codes import FLAG_RESPONSE, LanguageCode, RequestCode
-from producer._remoting.requests import SendRequestFactory, build_send_request, heartbeat_request
 from producer._reply.requester import Requester, _ReplyWaiter
 from producer._types.message import MessageQueue
 from producer.consumer import ReceivedMessage

@@ -9,8 +9,7 @@ import pytest
 
 from producer._remoting.command import RemotingCommand
 from producer._remoting.message_codec import BatchItem, encode_batch, parse_offset_msg_id
-from producer._remoting.request_codes import RequestCode, SerializeType
-from producer._remoting.requests import (
+from producer._remoting.producer_requests import (
     SendRequestFactory,
     build_send_request,
     heartbeat_request,
@@ -18,9 +17,11 @@ from producer._remoting.requests import (
     parse_max_offset_response,
     unregister_client_request,
 )
+from producer._remoting.request_codes import RequestCode, SerializeType
 from producer._remoting.send_header import parse_send_response
-from producer._response_codes import ResponseCode, SendStatus
+from producer._response_codes import ResponseCode
 from producer._types.message import Message, MessageQueue
+from producer._types.send_status import SendStatus
 from producer.testing import DevCluster
 from tests.testing.rawclient import RawClient, make_request, send_fields
 

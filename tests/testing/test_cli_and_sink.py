@@ -14,11 +14,16 @@ import pytest
 
 from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.producer_requests import (
+    SendRequestFactory,
+    build_send_request,
+    max_offset_request,
+)
 from producer._remoting.request_codes import RequestCode, SerializeType
-from producer._remoting.requests import SendRequestFactory, build_send_request, max_offset_request
 from producer._remoting.send_header import parse_send_response
-from producer._response_codes import ResponseCode, SendStatus
+from producer._response_codes import ResponseCode
 from producer._types.message import Message, MessageQueue
+from producer._types.send_status import SendStatus
 from producer.cli.cluster import add_cluster_arguments, run_cluster, run_cluster_cli
 from producer.testing import DevCluster, FaultSpec
 from tests.helpers.cluster_cli import Output

@@ -12,8 +12,8 @@ import pytest
 
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_frame
+from producer._remoting.producer_requests import heartbeat_request
 from producer._remoting.request_codes import RequestCode
-from producer._remoting.requests import heartbeat_request
 from producer._response_codes import ResponseCode
 from producer.errors import RemoteProtocolError
 from producer.testing import DevCluster, FaultSpec

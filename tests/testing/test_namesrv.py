@@ -9,8 +9,8 @@ import pytest
 from latency_fault import java_string_hash
 from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.java_hash_map import java_hash_order
+from producer._remoting.producer_requests import parse_route_response, route_request
 from producer._remoting.request_codes import RequestCode, SerializeType
-from producer._remoting.requests import parse_route_response, route_request
 from producer._remoting.route import parse_route_data
 from producer._response_codes import ResponseCode
 from producer.testing import DevCluster

@@ -11,8 +11,8 @@ import pytest
 
 from producer._consume.received import decode_pulled
 from producer._remoting.pop_requests import parse_pop_response
+from producer._remoting.producer_requests import heartbeat_request
 from producer._remoting.request_codes import RequestCode
-from producer._remoting.requests import heartbeat_request
 from producer._remoting.store_record import decode_records
 from producer._response_codes import ResponseCode
 from producer.testing import DevCluster, TransactionConfig

@@ -19,9 +19,9 @@ import pytest
 from producer._remoting.command import RemotingCommand
 from producer._remoting.frame_decoder import decode_frame
 from producer._remoting.frame_encoder import encode_frame
+from producer._remoting.producer_requests import SendRequestFactory, build_send_request
 from producer._remoting.properties import decode_properties
 from producer._remoting.request_codes import RequestCode
-from producer._remoting.requests import SendRequestFactory, build_send_request
 from producer._remoting.transaction import (
     CHECK_FAILED_REMARK,
     EXECUTE_FAILED_REMARK,

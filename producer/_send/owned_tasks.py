@@ -1,4 +1,5 @@
-"""The tasks that run ``send_async`` calls, owned by their producer."""
+"""The tasks the producer owns, which run its ``send_async`` calls that need one: spawned
+on its loop or task group, cancelled at close (:class:`OwnedTasks`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 from anyio.abc import TaskGroup
 
 #: Spawns a coroutine function as a task the producer owns; the callback runs if the
-#: task is cancelled before it starts (see :class:`AsyncSends`).
+#: task is cancelled before it starts (see :class:`OwnedTasks`).
 Spawn = Callable[..., None]
 
 
-class AsyncSends:
+class OwnedTasks:
     """Runs the producer's ``send_async`` tasks and cancels the ones left at close.
 
     On asyncio (uvloop included) they are plain ``asyncio`` tasks kept in a set: anyio's

@@ -23,7 +23,7 @@ import msgspec
 
 from producer._client.clock import Clock
 from producer._remoting.message_codec import COMPRESSED_FLAG
-from producer._remoting.requests import PreparedMessage, SendRequestFactory
+from producer._remoting.producer_requests import PreparedMessage, SendRequestFactory
 from producer._remoting.retry_topics import SYSTEM_PREFIXES
 from producer._response_codes import ResponseCode
 from producer._send.accumulator import Accumulator, GroupKey, Member
@@ -31,10 +31,11 @@ from producer._send.async_runner import AsyncSendRunner
 from producer._send.backpressure import InFlightLimiter
 from producer._send.future import SendFuture, closed_error
 from producer._send.job import SendJob
-from producer._send.options import Planner, ProducerOptions
+from producer._send.options import ProducerOptions
+from producer._send.owned_tasks import Spawn
 from producer._send.plan import Finish, Retry
+from producer._send.planner import Planner
 from producer._send.send import Ending, Send
-from producer._send.send_tasks import Spawn
 from producer._send.sender import Sender
 from producer._types.message import Message, MessageQueue
 from producer._types.send_result import SendResult

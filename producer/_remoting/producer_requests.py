@@ -31,6 +31,7 @@ from producer._remoting.message_codec import (
     encode_batch,
 )
 from producer._remoting.namespace import wrap
+from producer._remoting.preencoded_send import HeaderPrefixes, SendRequest, message_pieces
 from producer._remoting.properties import (
     DELAY,
     INSTANCE_ID,
@@ -52,7 +53,6 @@ from producer._remoting.send_header import (
     int_str,
     parse_int,
 )
-from producer._remoting.send_request import HeaderPrefixes, SendRequest, message_pieces
 from producer._remoting.validation import (
     DEFAULT_MAX_MESSAGE_SIZE,
     check_batch_size,
@@ -129,7 +129,7 @@ class PreparedMessage(msgspec.Struct, frozen=True):
 
     ``msg_id`` is the ``UNIQ_KEY`` (comma-joined for a batch, as Java reports it).
     ``head`` is its topic's pre-encoded header prefix; the rest of the header is encoded
-    per attempt (:mod:`producer._remoting.send_request`), so a message that joins a
+    per attempt (:mod:`producer._remoting.preencoded_send`), so a message that joins a
     transparent batch never pays for a header of its own.
     """
 
